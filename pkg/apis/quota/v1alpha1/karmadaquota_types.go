@@ -1,0 +1,158 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// KarmadaQuota sets hard limits on what one namespace may use across every member cluster of the federation,
+// enforced when Karmada's ResourceBindings are admitted.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=kq,categories=karmada-io
+// +kubebuilder:printcolumn:name="Used/Hard",type=string,JSONPath=`.status.summary`,description="Used against hard, per limited resource"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KarmadaQuota struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec KarmadaQuotaSpec `json:"spec,omitempty"`
+	// +optional
+	Status KarmadaQuotaStatus `json:"status,omitempty"`
+}
+
+// KarmadaQuotaSpec is what the federation as a whole may use in the quota's namespace.
+type KarmadaQuotaSpec struct {
+	// Hard maps a resource name to the most the namespace may use across all member clusters.
+	// Bare compute names (cpu, memory, ephemeral-storage, hugepages-*, extended resources) mean their requests.
+	// form; pods counts replicas placed on member clusters; count/<resource>.<group>, services, secrets,
+	// configmaps and persistentvolumeclaims count bound objects. limits.* is refused: a ResourceBinding carries
+	// requests only, and a limit that cannot be enforced is never accepted.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('limits.'))",message="limits.* cannot be enforced: a ResourceBinding carries resource requests only; use requests.<name> or the bare name"
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+
+	// ScopeSelector restricts the quota to the bindings whose PriorityClass matches every expression.
+	// Without it, the quota applies to every binding in the namespace.
+	// +optional
+	ScopeSelector *ScopeSelector `json:"scopeSelector,omitempty"`
+}
+
+// ScopeSelector selects bindings by scope; all expressions must match (they are ANDed).
+type ScopeSelector struct {
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []ScopedResourceSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// ScopedResourceSelectorRequirement is one expression over a scope, as in a Kubernetes ResourceQuota.
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",message="values must be non-empty when operator is In or NotIn"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="values must be empty when operator is Exists or DoesNotExist"
+type ScopedResourceSelectorRequirement struct {
+	// ScopeName is the scope the expression reads. Only PriorityClass applies to ResourceBindings: a binding
+	// carries its workload's priority class name and nothing else that a ResourceQuota scope reads.
+	// +kubebuilder:validation:Enum=PriorityClass
+	ScopeName corev1.ResourceQuotaScope `json:"scopeName"`
+
+	// Operator relates the scope to the values.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator corev1.ScopeSelectorOperator `json:"operator"`
+
+	// Values for In and NotIn; empty for Exists and DoesNotExist.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Values []string `json:"values,omitempty"`
+}
+
+// KarmadaQuotaStatus is what is enforced and what is used, federation-wide and per member cluster.
+type KarmadaQuotaStatus struct {
+	// ObservedGeneration is the spec generation the controller last computed this status for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Hard is the enforced limit set, mirrored from spec.hard by the controller.
+	// +optional
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+
+	// Used is what the namespace's matching bindings use, as observed by the controller; keys mirror spec.hard.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// Reserved is the sum of the reservations: admitted by the webhook, not yet observed by the controller.
+	// +optional
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
+
+	// Reservations are the admissions the controller has not yet observed. The webhook adds them with a
+	// compare-and-swap status write; only the controller removes them.
+	// +optional
+	// +listType=atomic
+	Reservations []Reservation `json:"reservations,omitempty"`
+
+	// Clusters is what the namespace uses in each member cluster (compute and pods; object counts are
+	// federation-wide).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterUsage `json:"clusters,omitempty"`
+
+	// Summary is a one-line "used/hard" rendering of the limited resources, for printer columns.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+
+	// Conditions report whether the status is current (Ready).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Reservation charges one admitted binding write until the controller observes it.
+type Reservation struct {
+	// ReservedBy is the binding whose admission made the reservation.
+	ReservedBy ReservationOwner `json:"reservedBy"`
+
+	// Generation is the binding generation the admitted write produces (1 for a create). The reservation is
+	// settled once the controller observes the binding at this generation or later.
+	Generation int64 `json:"generation"`
+
+	// Reserved is the increase the admission allowed, for the resources this quota limits.
+	Reserved corev1.ResourceList `json:"reserved"`
+
+	// ExpirationTime is when the reservation lapses if its write never happened.
+	ExpirationTime metav1.Time `json:"expirationTime"`
+}
+
+// ReservationOwner identifies the binding a reservation belongs to.
+type ReservationOwner struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
+}
+
+// ClusterUsage is what the namespace uses in one member cluster.
+type ClusterUsage struct {
+	// Name of the member cluster.
+	Name string `json:"name"`
+	// Used in that cluster; keys mirror spec.hard.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+}
+
+// KarmadaQuotaList is a list of KarmadaQuota.
+//
+// +kubebuilder:object:root=true
+type KarmadaQuotaList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KarmadaQuota `json:"items"`
+}
+
+// ConditionReady reports whether the status reflects the current spec and the observed bindings.
+const ConditionReady = "Ready"
