@@ -167,6 +167,8 @@ var mustBeRequested = map[corev1.ResourceName]bool{
 	resources.RequestName(corev1.ResourceMemory): true,
 }
 
+var mustBeRequestedNames = []corev1.ResourceName{resources.RequestName(corev1.ResourceCPU), resources.RequestName(corev1.ResourceMemory)}
+
 // Delta is what moving from old to new adds to a quota's total: positive entries are increases. A nil old means
 // the binding is being created.
 func Delta(newCharge Charge, old *Charge) resources.List {

@@ -1,0 +1,118 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	cases := map[string]struct {
+		modify func(o *Options)
+		// wantErrs are the messages, in order; none means valid.
+		wantErrs []string
+	}{
+		"defaults": {
+			modify: func(*Options) {},
+		},
+		"a TTL just above the apiserver's request timeout": {
+			modify: func(o *Options) { o.ReservationTTL = 61 * time.Second },
+		},
+		"a TTL equal to the apiserver's request timeout": {
+			modify:   func(o *Options) { o.ReservationTTL = 60 * time.Second },
+			wantErrs: []string{"--reservation-ttl must exceed the apiserver's request timeout (1m0s), got 1m0s"},
+		},
+		"a TTL below the apiserver's request timeout": {
+			modify:   func(o *Options) { o.ReservationTTL = 30 * time.Second },
+			wantErrs: []string{"--reservation-ttl must exceed the apiserver's request timeout (1m0s), got 30s"},
+		},
+		"the longest decision timeout a webhook allows": {
+			modify: func(o *Options) { o.DecisionTimeout = 30 * time.Second },
+		},
+		"no decision timeout": {
+			modify:   func(o *Options) { o.DecisionTimeout = 0 },
+			wantErrs: []string{"--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got 0s"},
+		},
+		"a negative decision timeout": {
+			modify:   func(o *Options) { o.DecisionTimeout = -time.Second },
+			wantErrs: []string{"--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got -1s"},
+		},
+		"a decision timeout beyond what a webhook allows": {
+			modify:   func(o *Options) { o.DecisionTimeout = 31 * time.Second },
+			wantErrs: []string{"--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got 31s"},
+		},
+		"port 0": {
+			modify:   func(o *Options) { o.Port = 0 },
+			wantErrs: []string{"--port must be between 1 and 65535, got 0"},
+		},
+		"a port beyond 65535": {
+			modify:   func(o *Options) { o.Port = 65536 },
+			wantErrs: []string{"--port must be between 1 and 65535, got 65536"},
+		},
+		"client rate limits and cert dir": {
+			modify: func(o *Options) {
+				o.KubeAPIQPS = 0
+				o.KubeAPIBurst = -1
+				o.CertDir = ""
+			},
+			wantErrs: []string{
+				"--kube-api-qps must be positive, got 0",
+				"--kube-api-burst must be positive, got -1",
+				"--cert-dir must be set",
+			},
+		},
+		"every error is reported at once": {
+			modify: func(o *Options) {
+				o.Port = 0
+				o.ReservationTTL = time.Minute
+				o.DecisionTimeout = time.Minute
+			},
+			wantErrs: []string{
+				"--port must be between 1 and 65535, got 0",
+				"--reservation-ttl must exceed the apiserver's request timeout (1m0s), got 1m0s",
+				"--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got 1m0s",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			tc.modify(o)
+			var got []string
+			if err := o.Validate(); err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(tc.wantErrs, got); diff != "" {
+				t.Errorf("Validate errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOptionsAddFlags(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("quota-webhook", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{
+		"--kubeconfig=/etc/karmada/karmada.config",
+		"--port=8443",
+		"--reservation-ttl=90s",
+		"--decision-timeout=5s",
+	}); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := NewOptions()
+	want.Kubeconfig = "/etc/karmada/karmada.config"
+	want.Port = 8443
+	want.ReservationTTL = 90 * time.Second
+	want.DecisionTimeout = 5 * time.Second
+	if diff := cmp.Diff(want, o); diff != "" {
+		t.Errorf("options after parsing (-want +got):\n%s", diff)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}

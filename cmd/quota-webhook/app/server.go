@@ -1,0 +1,104 @@
+// Package app runs the quota webhook: flags, a manager without leader election (every replica serves), the
+// webhooks, probes and metrics.
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+)
+
+// NewCommand returns the quota-webhook command.
+func NewCommand() *cobra.Command {
+	opts := NewOptions()
+	cmd := &cobra.Command{
+		Use:           "quota-webhook",
+		Short:         "Admit Karmada ResourceBindings against KarmadaQuotas",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				klog.ErrorS(err, "Invalid options")
+				return err
+			}
+			cfg, err := restConfig(opts.Kubeconfig)
+			if err != nil {
+				klog.ErrorS(err, "Cannot reach the karmada-apiserver")
+				return err
+			}
+			if err := Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
+				klog.ErrorS(err, "quota-webhook failed")
+				return err
+			}
+			return nil
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	cmd.Flags().AddGoFlagSet(klogFlags)
+	return cmd
+}
+
+// Run serves the webhooks against the karmada-apiserver at cfg until ctx is done, then drains in-flight
+// requests.
+func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
+	ctrl.SetLogger(klog.NewKlogr())
+	log := klog.FromContext(ctx)
+
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
+	cfg.UserAgent = "karmada-quota-webhook"
+
+	shutdown := opts.GracefulShutdownTimeout
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		GracefulShutdownTimeout: &shutdown,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.BindAddress,
+			Port:    opts.Port,
+			CertDir: opts.CertDir,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := admission.Setup(ctx, mgr, admission.Options{ReservationTTL: opts.ReservationTTL, DecisionTimeout: opts.DecisionTimeout}); err != nil {
+		return fmt.Errorf("setting up the webhooks: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready only once the webhook server serves: before that the apiserver would be sent to a closed port, and
+	// with failurePolicy Fail every binding write would fail.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	log.Info("Starting quota-webhook", "port", opts.Port, "reservationTTL", opts.ReservationTTL)
+	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}

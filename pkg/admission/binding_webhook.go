@@ -1,0 +1,144 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+const kindResourceBinding = "ResourceBinding"
+
+// BindingValidator admits ResourceBinding creates and updates against the namespace's quotas.
+type BindingValidator struct {
+	admitter *Admitter
+	// bindings reads a binding as etcd has it now (not from a cache).
+	bindings client.Reader
+}
+
+var _ admission.Validator[*workv1alpha2.ResourceBinding] = &BindingValidator{}
+
+// ValidateCreate charges a new binding: its object count, and its placed replicas if it is created scheduled.
+func (v *BindingValidator) ValidateCreate(ctx context.Context, rb *workv1alpha2.ResourceBinding) (admission.Warnings, error) {
+	return nil, v.validate(ctx, admissionv1.Create, rb, nil)
+}
+
+// ValidateUpdate charges what an update adds; decreases and unrelated changes are always admitted.
+func (v *BindingValidator) ValidateUpdate(ctx context.Context, oldRB, newRB *workv1alpha2.ResourceBinding) (admission.Warnings, error) {
+	return nil, v.validate(ctx, admissionv1.Update, newRB, oldRB)
+}
+
+// ValidateDelete admits every delete: a deleting binding keeps counting until it is gone.
+func (v *BindingValidator) ValidateDelete(context.Context, *workv1alpha2.ResourceBinding) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *BindingValidator) validate(ctx context.Context, op admissionv1.Operation, rb, old *workv1alpha2.ResourceBinding) error {
+	start := time.Now()
+	err := v.decide(ctx, op, rb, old)
+	observe(kindResourceBinding, op, start, err)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Binding write refused", "binding", klog.KObj(rb), "operation", op, "reason", apierrors.ReasonForError(err), "message", err.Error())
+	}
+	return err
+}
+
+func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation, rb, old *workv1alpha2.ResourceBinding) error {
+	newUsage, err := usage.Of(rb)
+	if err != nil {
+		return invalidBinding(rb, err)
+	}
+	var oldUsage *usage.Usage
+	if old != nil {
+		u, err := usage.Of(old)
+		if err != nil {
+			// The stored binding is one no quota could have counted; charge the new one in full rather than refuse
+			// the write that may be repairing it.
+			u = usage.Usage{}
+		}
+		oldUsage = &u
+	}
+	if !usage.Grows(newUsage, oldUsage) {
+		return nil
+	}
+
+	dryRun := false
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil {
+		dryRun = *req.DryRun
+	}
+	if old != nil && !dryRun && v.cannotCommit(ctx, old) {
+		return nil
+	}
+	return v.admitter.Admit(ctx, Request{
+		Namespace: rb.Namespace,
+		Key:       quota.Key{UID: rb.UID, Generation: admittedGeneration(op, rb)},
+		Owner: quotav1alpha1.ReservationOwner{
+			APIVersion: workv1alpha2.SchemeGroupVersion.String(),
+			Kind:       kindResourceBinding,
+			Name:       rb.Name,
+			UID:        rb.UID,
+		},
+		New:    newUsage,
+		Old:    oldUsage,
+		DryRun: dryRun,
+	})
+}
+
+// cannotCommit reports whether an update was admitted against a binding that has changed since. The apiserver
+// makes its first attempt at an update on its watch cache's copy of the object, which can be a generation behind;
+// admission then sees a stale old object, a larger delta, and the generation of a write that already committed.
+// Such an attempt cannot commit: etcd's write is conditional on the revision that copy had, so the apiserver
+// retries with the current object and asks again. Reserving for it would charge an earlier key with the stale
+// delta until the controller settles it. If the binding cannot be read, the attempt is decided as any other.
+func (v *BindingValidator) cannotCommit(ctx context.Context, old *workv1alpha2.ResourceBinding) bool {
+	if v.bindings == nil || old.ResourceVersion == "" {
+		return false
+	}
+	var current workv1alpha2.ResourceBinding
+	if err := v.bindings.Get(ctx, client.ObjectKeyFromObject(old), &current); err != nil {
+		return false
+	}
+	return current.ResourceVersion != old.ResourceVersion
+}
+
+// admittedGeneration is the generation the admitted write produces. Validating admission runs after the
+// apiserver has set it: 1 on create, bumped on update when the spec changed (test/integration proves both).
+func admittedGeneration(op admissionv1.Operation, rb *workv1alpha2.ResourceBinding) int64 {
+	if op == admissionv1.Create && rb.Generation == 0 {
+		return 1
+	}
+	return rb.Generation
+}
+
+func invalidBinding(rb *workv1alpha2.ResourceBinding, err error) error {
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return apierrors.NewInvalid(workv1alpha2.SchemeGroupVersion.WithKind(kindResourceBinding).GroupKind(), rb.Name, field.ErrorList{fe})
+	}
+	return apierrors.NewBadRequest(err.Error())
+}
+
+// observe records a decision's result, reason and latency.
+func observe(kind string, op admissionv1.Operation, start time.Time, err error) {
+	result, reason := metrics.ResultAllowed, ""
+	if err != nil {
+		result, reason = metrics.ResultDenied, string(apierrors.ReasonForError(err))
+		if apierrors.IsInternalError(err) || apierrors.IsTimeout(err) {
+			result = metrics.ResultError
+		}
+	}
+	metrics.AdmissionRequests.WithLabelValues(kind, string(op), result, reason).Inc()
+	metrics.AdmissionDuration.WithLabelValues(kind, string(op)).Observe(time.Since(start).Seconds())
+}

@@ -1,0 +1,342 @@
+// Package quota is the ledger of one KarmadaQuota in accounting units: what it limits, what is used and reserved,
+// and the admission decision for one binding write. It does no I/O; the webhook and the controller read and write
+// the API objects around it.
+package quota
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// Key identifies a reservation: the binding and the generation its admitted write produces. Admission re-run for
+// the same write (the apiserver retries a write after a conflict) lands on the same key.
+type Key struct {
+	UID        types.UID
+	Generation int64
+}
+
+// Reservation charges one admitted binding write until the controller observes it.
+type Reservation struct {
+	Owner      quotav1alpha1.ReservationOwner
+	Generation int64
+	Amount     resources.List
+	Expires    time.Time
+}
+
+// Key returns the reservation's key.
+func (r Reservation) Key() Key {
+	return Key{UID: r.Owner.UID, Generation: r.Generation}
+}
+
+// Ledger is one quota's state, parsed once from its object.
+type Ledger struct {
+	Name     string
+	Selector usage.Selector
+
+	hard resources.List
+	// userName maps each canonical name back to the key the quota's author wrote (cpu, not requests.cpu), so
+	// status and messages speak the author's language.
+	userName     map[corev1.ResourceName]corev1.ResourceName
+	used         resources.List
+	reserved     resources.List
+	reservations []Reservation
+}
+
+// NewLedger parses a quota. It fails for a spec that validation would refuse, so a quota that slipped past
+// validation makes admission fail closed with a message instead of enforcing something other than what it says.
+func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
+	sel, err := usage.NewSelector(q.Spec.ScopeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
+	}
+	l := &Ledger{
+		Name:     q.Name,
+		Selector: sel,
+		hard:     make(resources.List, len(q.Spec.Hard)),
+		userName: make(map[corev1.ResourceName]corev1.ResourceName, len(q.Spec.Hard)),
+		reserved: resources.List{},
+	}
+	for name, qty := range q.Spec.Hard {
+		canonical, class, err := resources.Canonical(name)
+		if err != nil {
+			return nil, fmt.Errorf("quota %s is invalid: spec.hard[%s]: %w", q.Name, name, err)
+		}
+		// Two keys for one resource (cpu and requests.cpu) would be enforced at whichever limit map iteration
+		// happened to visit last.
+		if other, dup := l.userName[canonical]; dup {
+			first, second := min(other, name), max(other, name)
+			return nil, fmt.Errorf("quota %s is invalid: spec.hard: %q and %q are the same resource (%s)", q.Name, first, second, canonical)
+		}
+		// A scoped quota never counts objects (Charge), so such a limit would be accepted and never enforced.
+		if class == resources.ObjectCount && sel.Scoped() {
+			return nil, fmt.Errorf("quota %s is invalid: spec.hard[%s]: a PriorityClass scope cannot count objects", q.Name, name)
+		}
+		l.hard[canonical] = resources.Value(canonical, qty)
+		l.userName[canonical] = name
+	}
+	l.used = l.parse(q.Status.Used)
+	for _, r := range q.Status.Reservations {
+		res := Reservation{Owner: r.ReservedBy, Generation: r.Generation, Amount: l.parse(r.Reserved), Expires: r.ExpirationTime.Time}
+		l.reservations = append(l.reservations, res)
+		l.reserved.Add(res.Amount)
+	}
+	return l, nil
+}
+
+// parse converts a status list to canonical amounts of the resources this quota limits; anything else (a limit
+// removed since) no longer counts here.
+func (l *Ledger) parse(list corev1.ResourceList) resources.List {
+	out := make(resources.List, len(list))
+	for name, qty := range list {
+		canonical, _, err := resources.Canonical(name)
+		if err != nil {
+			continue
+		}
+		if _, limited := l.hard[canonical]; limited {
+			out[canonical] = resources.Value(canonical, qty)
+		}
+	}
+	return out
+}
+
+// Demand is what one binding write asks of this quota.
+type Demand struct {
+	Key   Key
+	Owner quotav1alpha1.ReservationOwner
+	// Increase holds the limited resources the write increases, by how much.
+	Increase resources.List
+	// Missing lists limited compute resources the binding places new replicas without requesting.
+	Missing []corev1.ResourceName
+}
+
+// Demand computes what moving a binding from old (nil for a create) to new asks of this quota.
+func (l *Ledger) Demand(key Key, owner quotav1alpha1.ReservationOwner, newUsage usage.Usage, oldUsage *usage.Usage) Demand {
+	newCharge := newUsage.Charge(l.Selector)
+	var oldCharge *usage.Charge
+	if oldUsage != nil {
+		c := oldUsage.Charge(l.Selector)
+		oldCharge = &c
+	}
+	d := Demand{Key: key, Owner: owner, Increase: resources.List{}}
+	for name, v := range usage.Delta(newCharge, oldCharge) {
+		if _, limited := l.hard[name]; limited && v > 0 {
+			d.Increase[name] = v
+		}
+	}
+
+	limited := l.hard.Names()
+	missing := newUsage.MissingRequests(l.Selector, limited)
+	if len(missing) == 0 {
+		return d
+	}
+	// Only what the write makes worse is refused: more replicas placed without the request, or a request that
+	// was there before and is now dropped. A binding that already lacked it and does not grow is left alone.
+	morePods := newCharge.Total[corev1.ResourcePods] > 0 && (oldCharge == nil || newCharge.Total[corev1.ResourcePods] > oldCharge.Total[corev1.ResourcePods])
+	var alreadyMissing map[corev1.ResourceName]bool
+	if oldUsage != nil {
+		alreadyMissing = map[corev1.ResourceName]bool{}
+		for _, name := range oldUsage.MissingRequests(l.Selector, limited) {
+			alreadyMissing[name] = true
+		}
+	}
+	for _, name := range missing {
+		if morePods || !alreadyMissing[name] {
+			d.Missing = append(d.Missing, name)
+		}
+	}
+	return d
+}
+
+// Denial says why a demand does not fit.
+type Denial struct {
+	Quota    string
+	Exceeded []Exceeded
+	Missing  []corev1.ResourceName
+}
+
+// Exceeded is one resource a demand would push over hard, in the quota author's names.
+type Exceeded struct {
+	Resource                        corev1.ResourceName
+	Requested, Used, Reserved, Hard string
+	// NeverFits is set when the request alone exceeds hard: waiting for usage to drop cannot help.
+	NeverFits bool
+}
+
+// Check decides whether d fits: for every resource it increases, used + reserved + increase <= hard. The
+// demand's own earlier reservation (the same write admitted before) is not counted twice: it merges. Nil means
+// admitted.
+func (l *Ledger) Check(d Demand) *Denial {
+	prior := l.Find(d.Key)
+	var denial Denial
+	for _, name := range d.Increase.Names() {
+		inc := d.Increase[name]
+		var already int64
+		if prior != nil {
+			already = prior.Amount[name]
+		}
+		if inc <= already {
+			continue
+		}
+		others := l.reserved[name] - already
+		if sum := resources.Add(resources.Add(l.used[name], others), inc); sum <= l.hard[name] {
+			continue
+		}
+		denial.Exceeded = append(denial.Exceeded, Exceeded{
+			Resource:  l.userName[name],
+			Requested: l.format(name, inc),
+			Used:      l.format(name, l.used[name]),
+			Reserved:  l.format(name, others),
+			Hard:      l.format(name, l.hard[name]),
+			NeverFits: inc > l.hard[name],
+		})
+	}
+	for _, name := range d.Missing {
+		denial.Missing = append(denial.Missing, l.userName[name])
+	}
+	if len(denial.Exceeded) == 0 && len(denial.Missing) == 0 {
+		return nil
+	}
+	denial.Quota = l.Name
+	return &denial
+}
+
+// Reserve records d as a reservation expiring at expires, merging into the same key's reservation (element-wise
+// max) rather than charging twice. A merge keeps the first expiry: the apiserver gives up retrying a write within
+// its request timeout, which the TTL exceeds, so a repeated admission needs no write unless it asks for more. It
+// returns the reservation as it was before (nil if new) for RestoreIf, and whether anything changed.
+func (l *Ledger) Reserve(d Demand, expires time.Time) (prior *Reservation, changed bool) {
+	if len(d.Increase) == 0 {
+		return nil, false
+	}
+	if r := l.Find(d.Key); r != nil {
+		merged := r.Amount.Clone()
+		merged.Max(d.Increase)
+		if merged.Equal(r.Amount) {
+			return nil, false
+		}
+		before := *r
+		before.Amount = r.Amount.Clone()
+		l.reserved.Sub(r.Amount)
+		l.reserved.Add(merged)
+		r.Amount = merged
+		return &before, true
+	}
+	l.reservations = append(l.reservations, Reservation{
+		Owner: d.Owner, Generation: d.Key.Generation, Amount: d.Increase.Clone(), Expires: expires,
+	})
+	l.reserved.Add(d.Increase)
+	return nil, true
+}
+
+// RestoreIf undoes a Reserve made by the caller: if the key's reservation is still exactly wrote, it puts back
+// prior, or removes the key when there was none. If anyone merged into the reservation since (another replica
+// admitting the same write), it is left alone: an extra charge settles or expires, a missing one would let a
+// quota be exceeded. It reports whether the ledger changed.
+func (l *Ledger) RestoreIf(key Key, wrote Reservation, prior *Reservation) bool {
+	for i := range l.reservations {
+		r := l.reservations[i]
+		if r.Key() != key {
+			continue
+		}
+		if !r.Amount.Equal(wrote.Amount) || !r.Expires.Equal(wrote.Expires) {
+			return false
+		}
+		l.reserved.Sub(r.Amount)
+		if prior == nil {
+			l.reservations = append(l.reservations[:i], l.reservations[i+1:]...)
+			return true
+		}
+		l.reservations[i] = *prior
+		l.reserved.Add(prior.Amount)
+		return true
+	}
+	return false
+}
+
+// Reservations returns the current reservations.
+func (l *Ledger) Reservations() []Reservation {
+	return l.reservations
+}
+
+// WriteReservations renders the reservations and their sum into status, in the author's resource names, sorted
+// so that an unchanged ledger renders an unchanged status.
+func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
+	sort.SliceStable(l.reservations, func(i, j int) bool {
+		a, b := l.reservations[i], l.reservations[j]
+		if a.Owner.Name != b.Owner.Name {
+			return a.Owner.Name < b.Owner.Name
+		}
+		if a.Owner.UID != b.Owner.UID {
+			return a.Owner.UID < b.Owner.UID
+		}
+		return a.Generation < b.Generation
+	})
+	status.Reservations = nil
+	for _, r := range l.reservations {
+		status.Reservations = append(status.Reservations, quotav1alpha1.Reservation{
+			ReservedBy:     r.Owner,
+			Generation:     r.Generation,
+			Reserved:       l.Render(r.Amount),
+			ExpirationTime: metav1.NewTime(r.Expires),
+		})
+	}
+	status.Reserved = l.Render(l.reserved)
+}
+
+// Render converts canonical amounts of limited resources to a status list in the author's names; zero amounts of
+// resources the quota limits are kept, so "0 used" reads as such.
+func (l *Ledger) Render(list resources.List) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, v := range list {
+		if user, ok := l.userName[name]; ok {
+			out[user] = resources.Quantity(name, v)
+		}
+	}
+	return out
+}
+
+// Find returns the reservation under key, or nil.
+func (l *Ledger) Find(key Key) *Reservation {
+	for i := range l.reservations {
+		if l.reservations[i].Key() == key {
+			return &l.reservations[i]
+		}
+	}
+	return nil
+}
+
+func (l *Ledger) format(name corev1.ResourceName, v int64) string {
+	q := resources.Quantity(name, v)
+	return q.String()
+}
+
+// Error renders a denial as one message naming the quota and every exceeded resource.
+func (d *Denial) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exceeded quota: %s", d.Quota)
+	for _, e := range d.Exceeded {
+		fmt.Fprintf(&b, ", %s: requested %s, used %s, reserved %s, hard %s", e.Resource, e.Requested, e.Used, e.Reserved, e.Hard)
+		if e.NeverFits {
+			b.WriteString(" (can never fit: the request alone exceeds hard)")
+		}
+	}
+	if len(d.Missing) > 0 {
+		names := make([]string, len(d.Missing))
+		for i, n := range d.Missing {
+			names[i] = string(n)
+		}
+		fmt.Fprintf(&b, ", must specify requests for %s: the quota limits them and the binding places replicas without them",
+			strings.Join(names, ","))
+	}
+	return b.String()
+}

@@ -1,0 +1,23 @@
+// Package scheme is the one runtime.Scheme the binaries share: Kubernetes' built-in types, Karmada's work and
+// policy APIs, and KarmadaQuota.
+package scheme
+
+import (
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+)
+
+// Scheme knows every type karmada-quota reads or writes.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(workv1alpha2.AddToScheme(Scheme))
+	utilruntime.Must(policyv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(quotav1alpha1.AddToScheme(Scheme))
+}

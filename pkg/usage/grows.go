@@ -1,0 +1,57 @@
+package usage
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+)
+
+// Grows reports whether moving a binding from old (nil for a create) to new could raise what any quota counts,
+// whatever its scope and limits: an increase of objects, or of replicas or requests under some priority class, or
+// a cpu or memory request dropped from placed replicas. When it is false no quota can refuse the write, so
+// admission needs no quota read at all; Karmada rewrites bindings often for reasons unrelated to quota.
+func Grows(newUsage Usage, old *Usage) bool {
+	if old == nil {
+		return len(newUsage.Objects) > 0 || len(newUsage.Placed) > 0
+	}
+	if positive(newUsage.Objects, old.Objects) {
+		return true
+	}
+	classes := sets.New[string]()
+	for _, p := range newUsage.Placed {
+		classes.Insert(p.PriorityClass)
+	}
+	for class := range classes {
+		sel := exactly(class)
+		if positive(newUsage.Charge(sel).Total, old.Charge(sel).Total) {
+			return true
+		}
+		// Per class, as a scoped quota sees it: a request dropped in one class is not excused by another class
+		// (outside the quota's scope) having lacked it before.
+		wasMissing := sets.New(old.MissingRequests(sel, mustBeRequestedNames)...)
+		for _, name := range newUsage.MissingRequests(sel, mustBeRequestedNames) {
+			if !wasMissing.Has(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exactly selects one priority class ("" selects replica sets that name none).
+func exactly(class string) Selector {
+	if class == "" {
+		return Selector{requirements: []requirement{{operator: corev1.ScopeSelectorOpDoesNotExist}}}
+	}
+	return Selector{requirements: []requirement{{operator: corev1.ScopeSelectorOpIn, values: sets.New(class)}}}
+}
+
+func positive(newList, oldList resources.List) bool {
+	for name, v := range newList {
+		if v > oldList[name] {
+			return true
+		}
+	}
+	return false
+}

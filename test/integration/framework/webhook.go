@@ -1,0 +1,199 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
+	"github.com/karmada-quota/karmada-quota/pkg/admission"
+)
+
+// Webhooks are quota-webhook replicas running the real app against the test apiserver, reached through one
+// round-robin address, as a Service would spread the apiserver's calls over the replicas of a Deployment.
+type Webhooks struct {
+	// URL is the address registered in the ValidatingWebhookConfiguration.
+	URL string
+	// CA verifies the replicas' serving certificate.
+	CA []byte
+
+	stop  func()
+	done  []chan error
+	proxy *roundRobin
+}
+
+// StartWebhooks starts replicas of the webhook on loopback, waits until each serves TLS, and registers the
+// webhook configuration pointing at them. Tune receives each replica's options before it starts; configure, the
+// configuration before it is registered (nil keeps the production one).
+func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, replicas int, tune func(*webhookapp.Options),
+	configure func(*admissionregistrationv1.ValidatingWebhookConfiguration)) (*Webhooks, error) {
+	certs := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	if err := certs.PrepWithoutInstalling(); err != nil {
+		return nil, fmt.Errorf("creating serving certificates: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Webhooks{CA: certs.LocalServingCAData, stop: cancel}
+	var backends []string
+	for i := 0; i < replicas; i++ {
+		port, err := freePort()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		opts := webhookapp.NewOptions()
+		opts.BindAddress = "127.0.0.1"
+		opts.Port = port
+		opts.CertDir = certs.LocalServingCertDir
+		opts.MetricsBindAddress = "0"
+		opts.HealthProbeBindAddress = "0"
+		opts.GracefulShutdownTimeout = 5 * time.Second
+		if tune != nil {
+			tune(opts)
+		}
+		if err := opts.Validate(); err != nil {
+			cancel()
+			return nil, err
+		}
+		done := make(chan error, 1)
+		go func() { done <- webhookapp.Run(ctx, cfg, opts) }()
+		w.done = append(w.done, done)
+		backend := fmt.Sprintf("127.0.0.1:%d", port)
+		if err := waitTLS(ctx, backend, certs.LocalServingCAData); err != nil {
+			w.Stop()
+			return nil, fmt.Errorf("webhook replica %d never served: %w", i, err)
+		}
+		backends = append(backends, backend)
+	}
+	proxy, err := newRoundRobin(backends, certs.LocalServingCertDir, certs.LocalServingCAData)
+	if err != nil {
+		w.Stop()
+		return nil, err
+	}
+	w.proxy = proxy
+	w.URL = "https://" + proxy.addr
+
+	// Registered only once every replica listens: with failurePolicy Fail, a configuration pointing at nothing
+	// would refuse every binding write in the apiserver.
+	conf := admission.WebhookConfiguration(w.URL, w.CA)
+	if configure != nil {
+		configure(conf)
+	}
+	if err := c.Create(ctx, conf); err != nil {
+		w.Stop()
+		return nil, fmt.Errorf("registering the webhooks: %w", err)
+	}
+	return w, nil
+}
+
+// Stop unregisters nothing (the caller deletes the configuration when it must) and stops every replica and the
+// proxy, waiting for them to exit.
+func (w *Webhooks) Stop() error {
+	w.stop()
+	var errs []error
+	for _, done := range w.done {
+		if err := <-done; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.proxy != nil {
+		w.proxy.close()
+	}
+	return errors.Join(errs...)
+}
+
+// Calls reports how many webhook calls the proxy sent to each replica.
+func (w *Webhooks) Calls() []int64 {
+	out := make([]int64, len(w.proxy.counts))
+	for i := range w.proxy.counts {
+		out[i] = w.proxy.counts[i].Load()
+	}
+	return out
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitTLS(ctx context.Context, addr string, ca []byte) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: time.Second}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := httpClient.Get("https://" + addr + "/")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return true, nil
+	})
+}
+
+// roundRobin spreads webhook calls over the replicas one request at a time. The apiserver sends its calls over
+// one long-lived connection, so spreading connections would pin every call to one replica; spreading requests
+// makes the replicas race each other on every namespace, the hardest case for the compare-and-swap writes.
+type roundRobin struct {
+	addr   string
+	server *http.Server
+	counts []atomic.Int64
+	next   atomic.Uint64
+	done   chan struct{}
+}
+
+func newRoundRobin(backends []string, certDir string, ca []byte) (*roundRobin, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64}
+	p := &roundRobin{counts: make([]atomic.Int64, len(backends)), done: make(chan struct{})}
+	targets := make([]*url.URL, len(backends))
+	for i, b := range backends {
+		targets[i] = &url.URL{Scheme: "https", Host: b}
+	}
+	proxy := &httputil.ReverseProxy{
+		Transport: transport,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			i := int(p.next.Add(1)-1) % len(targets)
+			p.counts[i].Add(1)
+			r.SetURL(targets[i])
+		},
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.addr = l.Addr().String()
+	p.server = &http.Server{Handler: proxy, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(p.done)
+		_ = p.server.ServeTLS(l, "", "")
+	}()
+	return p, nil
+}
+
+func (p *roundRobin) close() {
+	_ = p.server.Close()
+	<-p.done
+}

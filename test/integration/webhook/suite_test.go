@@ -1,0 +1,54 @@
+// Package webhook proves admission against a real etcd + kube-apiserver: the quota webhook runs as two replicas
+// of the real app behind one address, registered by a ValidatingWebhookConfiguration, and every binding write in
+// these tests goes through the apiserver as Karmada's scheduler would send it.
+package webhook
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+)
+
+var (
+	testEnv  *envtest.Environment
+	cfg      *rest.Config
+	k8s      client.Client
+	ctx      context.Context
+	cancel   context.CancelFunc
+	webhooks *framework.Webhooks
+)
+
+func TestWebhook(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Webhook integration")
+}
+
+var _ = BeforeSuite(func() {
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	testEnv, err = framework.NewEnvironment()
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: testEnv.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	webhooks, err = framework.StartWebhooks(ctx, cfg, k8s, 2, nil, nil)
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if webhooks != nil {
+		Expect(webhooks.Stop()).To(Succeed())
+	}
+	cancel()
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
