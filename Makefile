@@ -77,6 +77,10 @@ test-unit: ## Unit tests (pure logic, fuzz seed corpora included).
 test-integration: envtest-assets ## Integration tests against a real etcd + kube-apiserver.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) -race -count=1 -timeout 20m ./test/integration/...
 
+.PHONY: bench
+bench: ## Go benchmarks (speed and memory targets live here, never in tests).
+	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+
 .PHONY: fuzz
 fuzz: ## Fuzz the usage arithmetic for FUZZTIME (default 1m).
 	go test ./pkg/usage -run '^$$' -fuzz FuzzUsage -fuzztime $${FUZZTIME:-1m}

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -73,6 +74,101 @@ var (
 	})
 )
 
+var (
+	// ReconcileDuration is the time to recount one quota and write its status.
+	ReconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace,
+		Name:      "reconcile_duration_seconds",
+		Help:      "Time to recount one quota from the observed bindings and write its status.",
+		Buckets:   prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+
+	// ReservationsSettled counts reservations dropped because the controller observed their write.
+	ReservationsSettled = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "reservations_settled_total",
+		Help:      "Reservations dropped because the controller observed the binding at the reserved generation or later, or deleted.",
+	})
+
+	// ReservationsExpired counts reservations dropped because their write never happened.
+	ReservationsExpired = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "reservations_expired_total",
+		Help:      "Reservations dropped because they expired without their binding write being observed.",
+	})
+
+	// DriftRepaired counts quota statuses found changed by someone other than the controller and rewritten.
+	DriftRepaired = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "drift_repaired_total",
+		Help:      "Quota statuses whose hard, used or per-cluster usage had been changed by another writer and were recounted.",
+	})
+
+	// BindingsRequeued counts waiting bindings whose scheduling the controller retriggered after usage dropped.
+	BindingsRequeued = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "bindings_requeued_total",
+		Help:      "Bindings waiting with Scheduled=False, QuotaExceeded that were requeued after usage dropped.",
+	})
+)
+
+// QuotaSnapshot is what the collector exports for one quota, in base units (cores, bytes, counts).
+type QuotaSnapshot struct {
+	Namespace, Name      string
+	Hard, Used, Reserved map[string]float64
+	// Clusters maps a member cluster to what the quota's namespace uses there.
+	Clusters map[string]map[string]float64
+}
+
+// QuotaSource hands the collector the current snapshots at scrape time.
+type QuotaSource interface {
+	Snapshots() []QuotaSnapshot
+}
+
+var (
+	hardDesc        = prometheus.NewDesc(namespace+"_hard", "Hard limit of a quota, in base units.", []string{"namespace", "quota", "resource"}, nil)
+	usedDesc        = prometheus.NewDesc(namespace+"_used", "Observed usage against a quota, in base units.", []string{"namespace", "quota", "resource"}, nil)
+	reservedDesc    = prometheus.NewDesc(namespace+"_reserved", "Admitted but not yet observed usage against a quota, in base units.", []string{"namespace", "quota", "resource"}, nil)
+	clusterUsedDesc = prometheus.NewDesc(namespace+"_cluster_used", "Observed usage against a quota in one member cluster, in base units.", []string{"namespace", "quota", "cluster", "resource"}, nil)
+)
+
+// quotaCollector exports quota state read at scrape time, so a deleted quota's series vanish with it. Its source
+// is set by the controller; a process that runs no controller exports nothing.
+type quotaCollector struct{ source atomic.Pointer[QuotaSource] }
+
+var quotas = &quotaCollector{}
+
+func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- hardDesc
+	ch <- usedDesc
+	ch <- reservedDesc
+	ch <- clusterUsedDesc
+}
+
+func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
+	source := c.source.Load()
+	if source == nil {
+		return
+	}
+	for _, s := range (*source).Snapshots() {
+		for desc, values := range map[*prometheus.Desc]map[string]float64{hardDesc: s.Hard, usedDesc: s.Used, reservedDesc: s.Reserved} {
+			for resource, v := range values {
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, resource)
+			}
+		}
+		for cluster, values := range s.Clusters {
+			for resource, v := range values {
+				ch <- prometheus.MustNewConstMetric(clusterUsedDesc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
+			}
+		}
+	}
+}
+
+// SetQuotaSource makes the quota gauges export what source knows, from the next scrape on.
+func SetQuotaSource(source QuotaSource) {
+	quotas.source.Store(&source)
+}
+
 var registerOnce sync.Once
 
 // Register adds the metrics to controller-runtime's registry, which its manager serves on /metrics.
@@ -86,6 +182,12 @@ func Register() {
 			AdmissionRetries,
 			ReservationsWritten,
 			ReservationsRolledBack,
+			ReconcileDuration,
+			ReservationsSettled,
+			ReservationsExpired,
+			DriftRepaired,
+			BindingsRequeued,
+			quotas,
 		)
 	})
 }

@@ -263,13 +263,59 @@ func (l *Ledger) RestoreIf(key Key, wrote Reservation, prior *Reservation) bool 
 	return false
 }
 
+// Settle removes the reservations for which done returns true, and returns them.
+func (l *Ledger) Settle(done func(Reservation) bool) []Reservation {
+	var settled []Reservation
+	kept := l.reservations[:0]
+	for _, r := range l.reservations {
+		if done(r) {
+			settled = append(settled, r)
+			l.reserved.Sub(r.Amount)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	l.reservations = kept
+	return settled
+}
+
+// Limited keeps, of list, the resources this quota limits.
+func (l *Ledger) Limited(list resources.List) resources.List {
+	out := make(resources.List, len(l.hard))
+	for name, v := range list {
+		if _, ok := l.hard[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// Headroom is what each limited resource can still take: hard - used - reserved, with used as given.
+func (l *Ledger) Headroom(used resources.List) resources.List {
+	out := make(resources.List, len(l.hard))
+	for name, hard := range l.hard {
+		out[name] = resources.Sub(resources.Sub(hard, used[name]), l.reserved[name])
+	}
+	return out
+}
+
+// RenderAll is Render with every limited resource present, zero when list lacks it: status shows "0 used"
+// rather than leaving a limit out.
+func (l *Ledger) RenderAll(list resources.List) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(l.hard))
+	for name, user := range l.userName {
+		out[user] = resources.Quantity(name, list[name])
+	}
+	return out
+}
+
 // Reservations returns the current reservations.
 func (l *Ledger) Reservations() []Reservation {
 	return l.reservations
 }
 
 // WriteReservations renders the reservations and their sum into status, in the author's resource names, sorted
-// so that an unchanged ledger renders an unchanged status.
+// so that an unchanged ledger renders an unchanged status. The sum lists every limited resource, as used does.
 func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 	sort.SliceStable(l.reservations, func(i, j int) bool {
 		a, b := l.reservations[i], l.reservations[j]
@@ -290,7 +336,7 @@ func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 			ExpirationTime: metav1.NewTime(r.Expires),
 		})
 	}
-	status.Reserved = l.Render(l.reserved)
+	status.Reserved = l.RenderAll(l.reserved)
 }
 
 // Render converts canonical amounts of limited resources to a status list in the author's names; zero amounts of

@@ -74,7 +74,7 @@ func (l List) Add(o List) {
 // Sub subtracts o from l, saturating.
 func (l List) Sub(o List) {
 	for name, v := range o {
-		l[name] = sub(l[name], v)
+		l[name] = Sub(l[name], v)
 	}
 }
 
@@ -150,9 +150,9 @@ func Add(a, b int64) int64 {
 	return s
 }
 
-// sub returns a-b, saturating at the int64 range. It is not Add(a, -b): -MinInt64 does not exist, and
+// Sub returns a-b, saturating at the int64 range. It is not Add(a, -b): -MinInt64 does not exist, and
 // approximating it by MaxInt64 made x-MinInt64 one short (MinInt64-MinInt64 came out -1, not 0).
-func sub(a, b int64) int64 {
+func Sub(a, b int64) int64 {
 	d := a - b
 	switch {
 	case a >= 0 && b < 0 && d < 0:

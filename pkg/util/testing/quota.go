@@ -6,6 +6,7 @@ import (
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -78,6 +79,12 @@ func (w *QuotaWrapper) Reservation(rb *workv1alpha2.ResourceBinding, generation 
 	})
 	if w.Status.Reserved == nil {
 		w.Status.Reserved = corev1.ResourceList{}
+	}
+	// Status lists every limited resource, zero when nothing of it is reserved.
+	for name := range w.Spec.Hard {
+		if _, ok := w.Status.Reserved[name]; !ok {
+			w.Status.Reserved[name] = resource.Quantity{}
+		}
 	}
 	for name, q := range reserved {
 		sum := w.Status.Reserved[name]

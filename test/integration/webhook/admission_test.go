@@ -20,12 +20,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
-func quota(ns, name string, hard corev1.ResourceList) *quotav1alpha1.KarmadaQuota {
-	return &quotav1alpha1.KarmadaQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: hard},
-	}
-}
+var quota = framework.Quota
 
 func scoped(q *quotav1alpha1.KarmadaQuota, op corev1.ScopeSelectorOperator, values ...string) *quotav1alpha1.KarmadaQuota {
 	q.Spec.ScopeSelector = &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{

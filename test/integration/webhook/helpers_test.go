@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,6 +16,7 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 func newNamespace(labels ...string) string {
@@ -43,10 +43,7 @@ func getQuota(ns, name string) *quotav1alpha1.KarmadaQuota {
 // createBinding creates a binding as Karmada's detector does: unscheduled, with the workload's per-replica
 // requirements. The builder's UID and generation are the apiserver's to set.
 func createBinding(b *utiltesting.BindingWrapper) (*workv1alpha2.ResourceBinding, error) {
-	rb := b.Obj()
-	rb.UID, rb.Generation, rb.ResourceVersion = "", 0, ""
-	err := k8s.Create(ctx, rb)
-	return rb, err
+	return framework.CreateBinding(ctx, k8s, b)
 }
 
 func mustCreateBinding(b *utiltesting.BindingWrapper) *workv1alpha2.ResourceBinding {
@@ -61,14 +58,13 @@ func place(rb *workv1alpha2.ResourceBinding, clusters ...workv1alpha2.TargetClus
 }
 
 func placeWith(rb *workv1alpha2.ResourceBinding, opts []client.PatchOption, clusters ...workv1alpha2.TargetCluster) error {
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"clusters": clusters}})
-	Expect(err).NotTo(HaveOccurred())
-	return k8s.Patch(ctx, rb, client.RawPatch(types.MergePatchType, patch), opts...)
+	return framework.Place(ctx, k8s, rb, opts, clusters...)
 }
 
-func cluster(name string, replicas int32) workv1alpha2.TargetCluster {
-	return workv1alpha2.TargetCluster{Name: name, Replicas: replicas}
-}
+var (
+	cluster = framework.Cluster
+	list    = framework.List
+)
 
 func requests(cpu, memory string) corev1.ResourceList {
 	l := corev1.ResourceList{}
@@ -77,14 +73,6 @@ func requests(cpu, memory string) corev1.ResourceList {
 	}
 	if memory != "" {
 		l[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	return l
-}
-
-func list(pairs ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
 	return l
 }
@@ -114,16 +102,7 @@ func reservationsOf(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBind
 
 // equalQuantities compares resource lists by value, so 1000m equals 1.
 func equalQuantities(want corev1.ResourceList) OmegaMatcher {
-	return WithTransform(func(got corev1.ResourceList) string { return canonical(got) }, Equal(canonical(want)))
-}
-
-func canonical(l corev1.ResourceList) string {
-	out := map[string]int64{}
-	for name, q := range l {
-		out[string(name)] = q.MilliValue()
-	}
-	b, _ := json.Marshal(out)
-	return string(b)
+	return WithTransform(framework.Canonical, Equal(framework.Canonical(want)))
 }
 
 func quotaName(i int) string { return fmt.Sprintf("q%d", i) }

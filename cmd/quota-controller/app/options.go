@@ -1,0 +1,155 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/utils/clock"
+
+	"github.com/karmada-quota/karmada-quota/pkg/controller"
+)
+
+// Options are the controller's flags.
+type Options struct {
+	Kubeconfig              string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	ResyncPeriod            time.Duration
+	Workers                 int
+	RequeueCooldown         time.Duration
+	KubeAPIQPS              float32
+	KubeAPIBurst            int
+	GracefulShutdownTimeout time.Duration
+}
+
+// NewOptions returns the defaults. The lease timings are Kubernetes' own controller defaults.
+func NewOptions() *Options {
+	return &Options{
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		LeaderElect:             true,
+		LeaderElectionNamespace: "karmada-system",
+		LeaderElectionID:        "karmada-quota-controller",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		ResyncPeriod:            5 * time.Minute,
+		Workers:                 4,
+		RequeueCooldown:         30 * time.Second,
+		KubeAPIQPS:              50,
+		KubeAPIBurst:            100,
+		GracefulShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// AddFlags binds the options to fs. The leader election flags carry the names Kubernetes and Karmada components
+// use, so an operator's habits carry over.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the karmada-apiserver. Empty: in-cluster config or $KUBECONFIG.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect one active replica. Two controllers writing the same quota status would only fight over it; keep this on whenever more than one replica runs.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-resource-namespace", o.LeaderElectionNamespace,
+		"Namespace, in the karmada-apiserver, of the Lease that elects the leader.")
+	fs.StringVar(&o.LeaderElectionID, "leader-elect-resource-name", o.LeaderElectionID,
+		"Name of the Lease that elects the leader. Replicas that share it share one leader.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
+		"How long a standby waits after the last renewal before taking over from a leader that vanished.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
+		"How long the leader keeps trying to renew before it gives up leading. Must be shorter than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
+		"How often replicas try to acquire or renew the lease. Must be well below the renew deadline.")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod,
+		"How often every quota is recounted from scratch. A backstop: it repairs missed events and status someone edited by hand.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "How many quotas are reconciled at once.")
+	fs.DurationVar(&o.RequeueCooldown, "requeue-cooldown", o.RequeueCooldown,
+		"How long a binding waiting with QuotaExceeded is left alone after the controller requeued it, so that a run of usage drops does not requeue the same bindings again and again (a requeue storm on the scheduler). 0 disables it.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained queries per second to the karmada-apiserver.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the karmada-apiserver.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
+		"How long in-flight reconciles may take to finish on shutdown.")
+}
+
+// ControllerOptions are the options the quota controller itself takes. It is the one place they are derived from
+// the flags, so Validate and Run cannot disagree about them.
+func (o *Options) ControllerOptions() controller.Options {
+	return controller.Options{
+		ResyncPeriod:    o.ResyncPeriod,
+		Workers:         o.Workers,
+		RequeueCooldown: o.RequeueCooldown,
+		Clock:           clock.RealClock{},
+	}
+}
+
+// Validate reports every invalid option at once. The controller's own options are checked by the controller, so
+// their rules live in one place.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.LeaderElect {
+		errs = append(errs, o.validateLeaderElection()...)
+	}
+	if err := o.ControllerOptions().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be positive, got %d", o.KubeAPIBurst))
+	}
+	if o.GracefulShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--graceful-shutdown-timeout must be positive, got %s", o.GracefulShutdownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// validateLeaderElection checks the leader election flags. They are checked only when leader election is on,
+// since otherwise nothing reads them.
+func (o *Options) validateLeaderElection() []error {
+	var errs []error
+	if o.LeaderElectionNamespace == "" {
+		errs = append(errs, errors.New("--leader-elect-resource-namespace must be set when --leader-elect is on"))
+	}
+	if o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-elect-resource-name must be set when --leader-elect is on"))
+	}
+	timingsPositive := true
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--leader-elect-lease-duration", o.LeaseDuration},
+		{"--leader-elect-renew-deadline", o.RenewDeadline},
+		{"--leader-elect-retry-period", o.RetryPeriod},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.flag, d.value))
+			timingsPositive = false
+		}
+	}
+	// How the timings relate is only worth reporting once each makes sense on its own.
+	if !timingsPositive {
+		return errs
+	}
+	if o.RenewDeadline >= o.LeaseDuration {
+		// Otherwise a standby could take over while the old leader still believes it leads.
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration, got %s and %s", o.RenewDeadline, o.LeaseDuration))
+	}
+	// client-go jitters each retry by up to JitterFactor times the retry period and refuses to start unless the
+	// renew deadline exceeds that; checking it here says so before the manager fails with a less helpful error.
+	if o.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.RetryPeriod)) {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline must exceed %v times --leader-elect-retry-period (client-go's retry jitter), got %s and %s",
+			leaderelection.JitterFactor, o.RenewDeadline, o.RetryPeriod))
+	}
+	return errs
+}

@@ -1,0 +1,200 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/pflag"
+	"k8s.io/utils/clock"
+
+	"github.com/karmada-quota/karmada-quota/pkg/controller"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	cases := map[string]struct {
+		modify func(o *Options)
+		// wantErrs are the messages, in order; none means valid.
+		wantErrs []string
+	}{
+		"defaults": {
+			modify: func(*Options) {},
+		},
+		"no leader election namespace": {
+			modify:   func(o *Options) { o.LeaderElectionNamespace = "" },
+			wantErrs: []string{"--leader-elect-resource-namespace must be set when --leader-elect is on"},
+		},
+		"no leader election lease name": {
+			modify:   func(o *Options) { o.LeaderElectionID = "" },
+			wantErrs: []string{"--leader-elect-resource-name must be set when --leader-elect is on"},
+		},
+		"lease timings that are not positive": {
+			modify: func(o *Options) {
+				o.LeaseDuration = 0
+				o.RenewDeadline = -time.Second
+				o.RetryPeriod = 0
+			},
+			// How they relate is not reported on top: it means nothing until each is positive.
+			wantErrs: []string{
+				"--leader-elect-lease-duration must be positive, got 0s",
+				"--leader-elect-renew-deadline must be positive, got -1s",
+				"--leader-elect-retry-period must be positive, got 0s",
+			},
+		},
+		"a renew deadline equal to the lease duration": {
+			modify:   func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+			wantErrs: []string{"--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration, got 15s and 15s"},
+		},
+		"a renew deadline above the jittered retry period (8s × 1.2 = 9.6s)": {
+			modify: func(o *Options) {
+				o.RenewDeadline = 10 * time.Second
+				o.RetryPeriod = 8 * time.Second
+			},
+		},
+		"a retry period below the renew deadline but within its jitter": {
+			modify:   func(o *Options) { o.RetryPeriod = 9 * time.Second },
+			wantErrs: []string{"--leader-elect-renew-deadline must exceed 1.2 times --leader-elect-retry-period (client-go's retry jitter), got 10s and 9s"},
+		},
+		"a retry period longer than the renew deadline": {
+			modify:   func(o *Options) { o.RetryPeriod = 20 * time.Second },
+			wantErrs: []string{"--leader-elect-renew-deadline must exceed 1.2 times --leader-elect-retry-period (client-go's retry jitter), got 10s and 20s"},
+		},
+		"lease timings that make no sense are ignored without leader election": {
+			modify: func(o *Options) {
+				o.LeaderElect = false
+				o.LeaderElectionNamespace = ""
+				o.LeaderElectionID = ""
+				o.LeaseDuration = 0
+				o.RenewDeadline = time.Hour
+				o.RetryPeriod = -time.Second
+			},
+		},
+		"no resync": {
+			modify:   func(o *Options) { o.ResyncPeriod = 0 },
+			wantErrs: []string{"the resync period must be positive"},
+		},
+		"no workers": {
+			modify:   func(o *Options) { o.Workers = 0 },
+			wantErrs: []string{"workers must be positive"},
+		},
+		"no requeue cooldown": {
+			modify: func(o *Options) { o.RequeueCooldown = 0 },
+		},
+		"a negative requeue cooldown": {
+			modify:   func(o *Options) { o.RequeueCooldown = -time.Second },
+			wantErrs: []string{"the requeue cooldown must not be negative"},
+		},
+		"client rate limits and shutdown timeout": {
+			modify: func(o *Options) {
+				o.KubeAPIQPS = 0
+				o.KubeAPIBurst = -1
+				o.GracefulShutdownTimeout = 0
+			},
+			wantErrs: []string{
+				"--kube-api-qps must be positive, got 0",
+				"--kube-api-burst must be positive, got -1",
+				"--graceful-shutdown-timeout must be positive, got 0s",
+			},
+		},
+		"every error is reported at once": {
+			modify: func(o *Options) {
+				o.LeaderElectionNamespace = ""
+				o.RenewDeadline = time.Minute
+				o.ResyncPeriod = -time.Minute
+				o.Workers = -1
+				o.RequeueCooldown = -time.Second
+				o.KubeAPIQPS = -1
+				o.GracefulShutdownTimeout = -time.Second
+			},
+			wantErrs: []string{
+				"--leader-elect-resource-namespace must be set when --leader-elect is on",
+				"--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration, got 1m0s and 15s",
+				"the resync period must be positive",
+				"workers must be positive",
+				"the requeue cooldown must not be negative",
+				"--kube-api-qps must be positive, got -1",
+				"--graceful-shutdown-timeout must be positive, got -1s",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			tc.modify(o)
+			var got []string
+			if err := o.Validate(); err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if diff := cmp.Diff(tc.wantErrs, got); diff != "" {
+				t.Errorf("Validate errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOptionsAddFlags(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("quota-controller", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{
+		"--kubeconfig=/etc/karmada/karmada.config",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=:9081",
+		"--leader-elect=false",
+		"--leader-elect-resource-namespace=quota-system",
+		"--leader-elect-resource-name=quota-leader",
+		"--leader-elect-lease-duration=30s",
+		"--leader-elect-renew-deadline=20s",
+		"--leader-elect-retry-period=5s",
+		"--resync-period=10m",
+		"--workers=8",
+		"--requeue-cooldown=1m",
+		"--kube-api-qps=20.5",
+		"--kube-api-burst=40",
+		"--graceful-shutdown-timeout=45s",
+	}); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &Options{
+		Kubeconfig:              "/etc/karmada/karmada.config",
+		MetricsBindAddress:      "0",
+		HealthProbeBindAddress:  ":9081",
+		LeaderElect:             false,
+		LeaderElectionNamespace: "quota-system",
+		LeaderElectionID:        "quota-leader",
+		LeaseDuration:           30 * time.Second,
+		RenewDeadline:           20 * time.Second,
+		RetryPeriod:             5 * time.Second,
+		ResyncPeriod:            10 * time.Minute,
+		Workers:                 8,
+		RequeueCooldown:         time.Minute,
+		KubeAPIQPS:              20.5,
+		KubeAPIBurst:            40,
+		GracefulShutdownTimeout: 45 * time.Second,
+	}
+	if diff := cmp.Diff(want, o); diff != "" {
+		t.Errorf("options after parsing (-want +got):\n%s", diff)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestOptionsControllerOptions(t *testing.T) {
+	o := NewOptions()
+	o.ResyncPeriod = 7 * time.Minute
+	o.Workers = 3
+	o.RequeueCooldown = 12 * time.Second
+	got := o.ControllerOptions()
+	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(controller.Options{}, "Clock")); diff != "" {
+		t.Errorf("controller options (-want +got):\n%s", diff)
+	}
+	// The controller compares reservation expiry and cooldowns against this clock; anything but the real one
+	// belongs in tests only.
+	if _, ok := got.Clock.(clock.RealClock); !ok {
+		t.Errorf("Clock = %T, want clock.RealClock", got.Clock)
+	}
+}

@@ -1,0 +1,276 @@
+// Package controller keeps every KarmadaQuota's status true: usage recounted from the ResourceBindings the
+// controller observes, per member cluster; reservations settled once their write is observed, or once it expired;
+// bindings waiting for quota requeued when usage drops.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// Condition reasons.
+const (
+	ReasonCalculated  = "Calculated"
+	ReasonInvalidSpec = "InvalidSpec"
+)
+
+// Event reasons.
+const (
+	EventDriftRepaired      = "DriftRepaired"
+	EventReservationExpired = "ReservationExpired"
+	EventInvalidSpec        = "InvalidSpec"
+	EventBindingRequeued    = "BindingRequeued"
+)
+
+// QuotaReconciler recounts one quota. Bindings come from the manager's cache; the quota itself is read from the
+// apiserver, so that the reservations the webhook wrote a moment ago are settled or kept, never overwritten: the
+// status write carries the resourceVersion of that read.
+type QuotaReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	clock     clock.PassiveClock
+	recorder  record.EventRecorder
+	deleted   *tombstones
+	state     *state
+	requeuer  *requeuer
+}
+
+// conflictRetries is how often one reconcile recounts and writes again after losing the compare-and-swap to the
+// webhook. Under a burst of admissions the webhook writes the quota all the time; a requeue would wait out the
+// workqueue's growing back-off and leave usage stale for the whole burst.
+const conflictRetries = 8
+
+// Reconcile recounts the quota and writes its status when it changed.
+func (r *QuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := r.clock.Now()
+	defer func() { metrics.ReconcileDuration.Observe(r.clock.Since(start).Seconds()) }()
+	for attempt := 0; attempt < conflictRetries; attempt++ {
+		result, conflict, err := r.reconcileOnce(ctx, req)
+		if !conflict {
+			return result, err
+		}
+		metrics.StatusConflicts.WithLabelValues("controller").Inc()
+	}
+	return ctrl.Result{Requeue: true}, nil
+}
+
+// reconcileOnce reads the quota, recounts it and writes its status; conflict reports a lost compare-and-swap.
+func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (ctrl.Result, bool, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var q quotav1alpha1.KarmadaQuota
+	if err := r.apiReader.Get(ctx, req.NamespacedName, &q); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.state.forget(req.NamespacedName)
+			return ctrl.Result{}, false, nil
+		}
+		return ctrl.Result{}, false, err
+	}
+	ledger, err := quota.NewLedger(&q)
+	if err != nil {
+		return ctrl.Result{}, false, r.markInvalid(ctx, &q, err)
+	}
+
+	var bindings workv1alpha2.ResourceBindingList
+	if err := r.client.List(ctx, &bindings, client.InNamespace(q.Namespace)); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("listing bindings: %w", err)
+	}
+	count := countUsage(ledger, bindings.Items)
+	for _, bad := range count.malformed {
+		log.V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.name), "err", bad.err)
+	}
+
+	now := r.clock.Now()
+	var expired int
+	settled := ledger.Settle(func(res quota.Reservation) bool {
+		if gen, ok := count.generations[res.Owner.UID]; ok && gen >= res.Generation {
+			return true
+		}
+		if r.deleted.has(res.Owner.UID) {
+			return true
+		}
+		// The binding cache is synced before any reconcile runs, so an expired reservation whose binding the
+		// cache does not show at its generation is a write that never happened.
+		if now.After(res.Expires) {
+			expired++
+			return true
+		}
+		return false
+	})
+
+	status := r.status(&q, ledger, count)
+	drifted := r.state.drifted(req.NamespacedName, &q.Status)
+	if !equality.Semantic.DeepEqual(q.Status, *status) {
+		q.Status = *status
+		if err := r.client.Status().Update(ctx, &q); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{}, true, nil
+			}
+			return ctrl.Result{}, false, fmt.Errorf("writing status: %w", err)
+		}
+	}
+	// Counted once the write landed: a lost write is retried and would count them twice.
+	metrics.ReservationsExpired.Add(float64(expired))
+	metrics.ReservationsSettled.Add(float64(len(settled) - expired))
+	if expired > 0 {
+		r.recorder.Eventf(&q, corev1.EventTypeNormal, EventReservationExpired,
+			"%d reservation(s) expired without their binding write being observed", expired)
+	}
+	if drifted {
+		metrics.DriftRepaired.Inc()
+		r.recorder.Event(&q, corev1.EventTypeWarning, EventDriftRepaired, "Status had been changed by another writer; recounted from the bindings")
+		log.Info("Repaired quota status changed by another writer", "quota", klog.KObj(&q))
+	}
+
+	if r.state.record(req.NamespacedName, &q, ledger, count.used) {
+		if err := r.requeuer.requeue(ctx, &q, ledger, count, bindings.Items); err != nil {
+			log.Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
+		}
+	}
+	return ctrl.Result{RequeueAfter: untilFirstExpiry(ledger, now)}, false, nil
+}
+
+// untilFirstExpiry is when the next reservation expires: a write that never happens produces no event, so the
+// controller comes back by itself to release what it held.
+func untilFirstExpiry(ledger *quota.Ledger, now time.Time) time.Duration {
+	var first time.Time
+	for _, res := range ledger.Reservations() {
+		if first.IsZero() || res.Expires.Before(first) {
+			first = res.Expires
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	// A second past the expiry, since expiry times are whole seconds and "after" is strict.
+	return first.Sub(now) + time.Second
+}
+
+// counted is what a quota's namespace uses, as the controller observes it.
+type counted struct {
+	used     resources.List
+	clusters map[string]resources.List
+	// generations is the observed generation of every binding, by UID.
+	generations map[types.UID]int64
+	malformed   []malformed
+}
+
+type malformed struct {
+	name string
+	err  error
+}
+
+// countUsage sums what the bindings use that the quota counts, total and per member cluster.
+func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) counted {
+	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, generations: make(map[types.UID]int64, len(bindings))}
+	for i := range bindings {
+		rb := &bindings[i]
+		c.generations[rb.UID] = rb.Generation
+		u, err := usage.Of(rb)
+		if err != nil {
+			c.malformed = append(c.malformed, malformed{name: rb.Name, err: err})
+			continue
+		}
+		charge := u.Charge(ledger.Selector)
+		c.used.Add(ledger.Limited(charge.Total))
+		for cluster, used := range charge.Clusters {
+			limited := ledger.Limited(used)
+			if len(limited) == 0 {
+				continue
+			}
+			if c.clusters[cluster] == nil {
+				c.clusters[cluster] = resources.List{}
+			}
+			c.clusters[cluster].Add(limited)
+		}
+	}
+	return c
+}
+
+// status renders the quota's new status from the ledger (reservations) and the count (usage).
+func (r *QuotaReconciler) status(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, count counted) *quotav1alpha1.KarmadaQuotaStatus {
+	status := q.Status.DeepCopy()
+	status.ObservedGeneration = q.Generation
+	status.Hard = q.Spec.Hard.DeepCopy()
+	status.Used = ledger.RenderAll(count.used)
+	ledger.WriteReservations(status)
+	status.Clusters = nil
+	for _, name := range sortedKeys(count.clusters) {
+		status.Clusters = append(status.Clusters, quotav1alpha1.ClusterUsage{Name: name, Used: ledger.Render(count.clusters[name])})
+	}
+	status.Summary = summary(q.Spec.Hard, status.Used)
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type:               quotav1alpha1.ConditionReady,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonCalculated,
+		Message:            "Usage recounted from the namespace's ResourceBindings",
+		ObservedGeneration: q.Generation,
+		LastTransitionTime: metav1.NewTime(r.clock.Now()),
+	})
+	return status
+}
+
+// markInvalid reports a quota that slipped past validation: Ready=False, an event, and nothing else written.
+func (r *QuotaReconciler) markInvalid(ctx context.Context, q *quotav1alpha1.KarmadaQuota, cause error) error {
+	r.recorder.Event(q, corev1.EventTypeWarning, EventInvalidSpec, cause.Error())
+	status := q.Status.DeepCopy()
+	status.ObservedGeneration = q.Generation
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: quotav1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec,
+		Message: cause.Error(), ObservedGeneration: q.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now()),
+	})
+	if equality.Semantic.DeepEqual(q.Status, *status) {
+		return nil
+	}
+	q.Status = *status
+	if err := r.client.Status().Update(ctx, q); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+// summary renders "cpu: 3/10, memory: 1Gi/20Gi" for the printer column, in the author's names.
+func summary(hard, used corev1.ResourceList) string {
+	names := make([]string, 0, len(hard))
+	for name := range hard {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		u := used[corev1.ResourceName(name)]
+		h := hard[corev1.ResourceName(name)]
+		parts[i] = fmt.Sprintf("%s: %s/%s", name, u.String(), h.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

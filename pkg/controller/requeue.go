@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// requeuer retriggers the scheduling of bindings that wait for quota when a quota gains headroom, instead of
+// leaving them to the scheduler's back-off. Only as many as the headroom can take are requeued, highest priority
+// first, and a requeued binding is left alone for a cooldown: a freed CPU must not set off a storm of retries.
+type requeuer struct {
+	client   client.Client
+	clock    clock.PassiveClock
+	recorder record.EventRecorder
+	cooldown time.Duration
+
+	mu   sync.Mutex
+	last map[types.UID]time.Time
+}
+
+type candidate struct {
+	rb       *workv1alpha2.ResourceBinding
+	need     resources.List
+	priority int32
+}
+
+func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, count counted, bindings []workv1alpha2.ResourceBinding) error {
+	headroom := ledger.Headroom(count.used)
+	var candidates []candidate
+	for i := range bindings {
+		rb := &bindings[i]
+		if !waitingForQuota(rb) || rb.DeletionTimestamp != nil || r.coolingDown(rb.UID) {
+			continue
+		}
+		need, ok := stillNeeded(rb, ledger)
+		if !ok {
+			continue
+		}
+		priority := int32(0)
+		if rb.Spec.SchedulePriority != nil {
+			priority = rb.Spec.SchedulePriority.Priority
+		}
+		candidates = append(candidates, candidate{rb: rb, need: need, priority: priority})
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		if !a.rb.CreationTimestamp.Equal(&b.rb.CreationTimestamp) {
+			return a.rb.CreationTimestamp.Before(&b.rb.CreationTimestamp)
+		}
+		return a.rb.Name < b.rb.Name
+	})
+	now := metav1.NewTime(r.clock.Now())
+	for _, c := range candidates {
+		if !fits(c.need, headroom) {
+			continue
+		}
+		if err := r.trigger(ctx, c.rb, now); err != nil {
+			return fmt.Errorf("requeueing binding %s: %w", c.rb.Name, err)
+		}
+		headroom.Sub(c.need)
+		metrics.BindingsRequeued.Inc()
+		r.recorder.Eventf(q, corev1.EventTypeNormal, EventBindingRequeued, "Requeued binding %s: usage dropped and it now fits", c.rb.Name)
+	}
+	return nil
+}
+
+// trigger bumps spec.rescheduleTriggeredAt, which Karmada's scheduler takes as a request to schedule again now.
+func (r *requeuer) trigger(ctx context.Context, rb *workv1alpha2.ResourceBinding, now metav1.Time) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rescheduleTriggeredAt": now}})
+	if err != nil {
+		return err
+	}
+	if err := r.client.Patch(ctx, rb.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	r.last[rb.UID] = now.Time
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *requeuer) coolingDown(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.last[uid]
+	if ok && r.clock.Since(at) >= r.cooldown {
+		delete(r.last, uid)
+		return false
+	}
+	return ok
+}
+
+// waitingForQuota reports whether the scheduler's last placement attempt was refused by a quota.
+func waitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
+	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonQuotaExceeded
+}
+
+// stillNeeded is what placing all of rb's replicas would add to the quota, at the least: as one Divided set, the
+// cheapest placement Karmada can choose. A Duplicated placement needs more, and its admission decides.
+func stillNeeded(rb *workv1alpha2.ResourceBinding, ledger *quota.Ledger) (resources.List, bool) {
+	current, err := usage.Of(rb)
+	if err != nil {
+		return nil, false
+	}
+	wanted := rb.DeepCopy()
+	wanted.Spec.Clusters = []workv1alpha2.TargetCluster{{Name: "any", Replicas: rb.Spec.Replicas}}
+	whole, err := usage.Of(wanted)
+	if err != nil {
+		return nil, false
+	}
+	currentCharge := current.Charge(ledger.Selector)
+	need := ledger.Limited(usage.Delta(whole.Charge(ledger.Selector), &currentCharge)).Positive()
+	return need, true
+}
+
+func fits(need, headroom resources.List) bool {
+	for name, v := range need {
+		if v > headroom[name] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+)
+
+// ControllerName names the quota controller in logs, events and metrics.
+const ControllerName = "karmada-quota"
+
+// Options configure the quota controller.
+type Options struct {
+	// ResyncPeriod is how often every quota is recounted from scratch, a backstop for missed events and
+	// hand-edited status.
+	ResyncPeriod time.Duration
+	// Workers is how many quotas are reconciled at once.
+	Workers int
+	// RequeueCooldown is how long a waiting binding is left alone after the controller requeued it.
+	RequeueCooldown time.Duration
+	Clock           clock.PassiveClock
+}
+
+// Validate reports every invalid option at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ResyncPeriod <= 0 {
+		errs = append(errs, errors.New("the resync period must be positive"))
+	}
+	if o.Workers <= 0 {
+		errs = append(errs, errors.New("workers must be positive"))
+	}
+	if o.RequeueCooldown < 0 {
+		errs = append(errs, errors.New("the requeue cooldown must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Setup registers the quota controller with the manager. It returns the name of what failed, as Kueue's
+// SetupControllers does, so the caller's log says which part could not start.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) {
+	return setup(ctx, mgr, opts)
+}
+
+func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) {
+	if err := opts.Validate(); err != nil {
+		return "options", err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	metrics.Register()
+	recorder := mgr.GetEventRecorderFor(ControllerName)
+	st := newState()
+	metrics.SetQuotaSource(st)
+	r := &QuotaReconciler{
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		clock:     opts.Clock,
+		recorder:  recorder,
+		// Kept longer than any reservation can live, so a deleted binding's reservation is always recognised.
+		deleted:  newTombstones(10*time.Minute, opts.Clock.Now),
+		state:    st,
+		requeuer: &requeuer{client: mgr.GetClient(), clock: opts.Clock, recorder: recorder, cooldown: opts.RequeueCooldown, last: map[types.UID]time.Time{}},
+	}
+
+	bindingInformer, err := mgr.GetCache().GetInformer(ctx, &workv1alpha2.ResourceBinding{})
+	if err != nil {
+		return "binding informer", err
+	}
+	if _, err := bindingInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if rb, ok := obj.(*workv1alpha2.ResourceBinding); ok {
+				r.deleted.add(rb.UID)
+			}
+		},
+	}); err != nil {
+		return "binding informer", err
+	}
+
+	resync := make(chan event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota])
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return resyncEvery(ctx, mgr.GetClient(), opts.ResyncPeriod, resync)
+	})); err != nil {
+		return "resync", err
+	}
+
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
+		// The webhook writes reservations into status all the time; those need no recount. Spec changes do, and
+		// status changed by anyone else is repaired at the next resync.
+		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
+		// change what a binding uses.
+		Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(quotasOf(mgr.GetClient())),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*quotav1alpha1.KarmadaQuota]{})).
+		Complete(r)
+	if err != nil {
+		return ControllerName, err
+	}
+	return "", nil
+}
+
+// quotasOf maps a binding to every quota of its namespace.
+func quotasOf(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var quotas quotav1alpha1.KarmadaQuotaList
+		if err := c.List(ctx, &quotas, client.InNamespace(obj.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing quotas for a binding event", "namespace", obj.GetNamespace())
+			return nil
+		}
+		requests := make([]reconcile.Request, len(quotas.Items))
+		for i := range quotas.Items {
+			requests[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])}
+		}
+		return requests
+	}
+}
+
+// resyncEvery enqueues every quota each period: a full recount repairs what events missed.
+func resyncEvery(ctx context.Context, c client.Client, period time.Duration, out chan<- event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota]) error {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		var quotas quotav1alpha1.KarmadaQuotaList
+		if err := c.List(ctx, &quotas); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing quotas for the resync")
+			continue
+		}
+		for i := range quotas.Items {
+			select {
+			case out <- event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota]{Object: &quotas.Items[i]}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+)
+
+// state is what the controller last wrote for each quota: to notice another writer changing it (drift), to notice
+// headroom growing (requeue), and to export metrics at scrape time.
+type state struct {
+	mu     sync.Mutex
+	quotas map[types.NamespacedName]*quotaState
+}
+
+type quotaState struct {
+	written  quotav1alpha1.KarmadaQuotaStatus
+	headroom resources.List
+	snapshot metrics.QuotaSnapshot
+}
+
+func newState() *state {
+	return &state{quotas: map[types.NamespacedName]*quotaState{}}
+}
+
+// drifted reports whether the status as read differs, in the fields only the controller writes, from what the
+// controller last wrote. The webhook writes reservations only, so any difference is a hand edit or another
+// writer.
+func (s *state) drifted(key types.NamespacedName, read *quotav1alpha1.KarmadaQuotaStatus) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	qs, ok := s.quotas[key]
+	if !ok {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(qs.written.Used, read.Used) ||
+		!equality.Semantic.DeepEqual(qs.written.Hard, read.Hard) ||
+		!equality.Semantic.DeepEqual(qs.written.Clusters, read.Clusters)
+}
+
+// record remembers the status now stored and reports whether any limited resource gained headroom since the
+// last record (or this is the first): the moment to requeue waiting bindings.
+func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, used resources.List) bool {
+	headroom := ledger.Headroom(used)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, ok := s.quotas[key]
+	grew := !ok
+	if ok {
+		for name, v := range headroom {
+			if v > prev.headroom[name] {
+				grew = true
+			}
+		}
+	}
+	s.quotas[key] = &quotaState{written: *q.Status.DeepCopy(), headroom: headroom, snapshot: snapshot(q)}
+	return grew
+}
+
+func (s *state) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.quotas, key)
+}
+
+// Snapshots implements metrics.QuotaSource.
+func (s *state) Snapshots() []metrics.QuotaSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]metrics.QuotaSnapshot, 0, len(s.quotas))
+	for _, qs := range s.quotas {
+		out = append(out, qs.snapshot)
+	}
+	return out
+}
+
+func snapshot(q *quotav1alpha1.KarmadaQuota) metrics.QuotaSnapshot {
+	s := metrics.QuotaSnapshot{
+		Namespace: q.Namespace, Name: q.Name,
+		Hard: floats(q.Status.Hard), Used: floats(q.Status.Used), Reserved: floats(q.Status.Reserved),
+		Clusters: map[string]map[string]float64{},
+	}
+	for _, c := range q.Status.Clusters {
+		s.Clusters[c.Name] = floats(c.Used)
+	}
+	return s
+}
+
+// floats converts to base units: CPU in cores, memory in bytes.
+func floats(l corev1.ResourceList) map[string]float64 {
+	out := make(map[string]float64, len(l))
+	for name, q := range l {
+		out[string(name)] = q.AsApproximateFloat64()
+	}
+	return out
+}
+
+// tombstones remembers the UIDs of deleted bindings for a while: a reservation whose binding is gone is settled at
+// once instead of holding quota until it expires.
+type tombstones struct {
+	mu     sync.Mutex
+	keep   time.Duration
+	now    func() time.Time
+	uids   map[types.UID]time.Time
+	pruned time.Time
+}
+
+func newTombstones(keep time.Duration, now func() time.Time) *tombstones {
+	return &tombstones{keep: keep, now: now, uids: map[types.UID]time.Time{}}
+}
+
+func (t *tombstones) add(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	t.uids[uid] = now
+	// Pruned on the way in, at most once a minute, so memory stays bounded by the deletes of one keep period
+	// and a burst of deletes does not scan the set each time.
+	if now.Sub(t.pruned) < time.Minute {
+		return
+	}
+	t.pruned = now
+	for u, at := range t.uids {
+		if now.Sub(at) > t.keep {
+			delete(t.uids, u)
+		}
+	}
+}
+
+func (t *tombstones) has(uid types.UID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.uids[uid]
+	return ok
+}

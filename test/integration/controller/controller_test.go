@@ -1,0 +1,440 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/controller"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+)
+
+var (
+	list    = framework.List
+	cluster = framework.Cluster
+)
+
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "controller-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
+	return ns.Name
+}
+
+func getQuota(ns, name string) *quotav1alpha1.KarmadaQuota {
+	GinkgoHelper()
+	var q quotav1alpha1.KarmadaQuota
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &q)).To(Succeed())
+	return &q
+}
+
+func mustCreate(b *utiltesting.BindingWrapper) *workv1alpha2.ResourceBinding {
+	GinkgoHelper()
+	rb, err := framework.CreateBinding(ctx, k8s, b)
+	Expect(err).NotTo(HaveOccurred())
+	return rb
+}
+
+func place(rb *workv1alpha2.ResourceBinding, clusters ...workv1alpha2.TargetCluster) error {
+	return framework.Place(ctx, k8s, rb, nil, clusters...)
+}
+
+// trueUsage is what the namespace's bindings use under an unscoped quota, computed by the design's usage
+// function from a direct read of the apiserver: the reference the quota's status must agree with.
+func trueUsage(ns string, hard corev1.ResourceList) (corev1.ResourceList, map[string]corev1.ResourceList) {
+	GinkgoHelper()
+	var bindings workv1alpha2.ResourceBindingList
+	Expect(k8s.List(ctx, &bindings, client.InNamespace(ns))).To(Succeed())
+	total, clusters := resources.List{}, map[string]resources.List{}
+	for i := range bindings.Items {
+		u, err := usage.Of(&bindings.Items[i])
+		Expect(err).NotTo(HaveOccurred())
+		c := u.Charge(usage.Selector{})
+		total.Add(c.Total)
+		for name, l := range c.Clusters {
+			if clusters[name] == nil {
+				clusters[name] = resources.List{}
+			}
+			clusters[name].Add(l)
+		}
+	}
+	render := func(l resources.List) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for name := range hard {
+			canonical, _, err := resources.Canonical(name)
+			Expect(err).NotTo(HaveOccurred())
+			out[name] = resources.Quantity(canonical, l[canonical])
+		}
+		return out
+	}
+	// Per cluster, what is placed there: compute and pods, not the federation-wide object counts.
+	perCluster := map[string]corev1.ResourceList{}
+	for name, l := range clusters {
+		perCluster[name] = corev1.ResourceList{}
+		for resourceName := range hard {
+			canonical, _, _ := resources.Canonical(resourceName)
+			if v, ok := l[canonical]; ok {
+				perCluster[name][resourceName] = resources.Quantity(canonical, v)
+			}
+		}
+	}
+	return render(total), perCluster
+}
+
+func clustersOf(q *quotav1alpha1.KarmadaQuota) map[string]string {
+	out := map[string]string{}
+	for _, c := range q.Status.Clusters {
+		out[c.Name] = framework.Canonical(c.Used)
+	}
+	return out
+}
+
+var _ = Describe("Usage", func() {
+	It("equals the usage function summed over the namespace's bindings, total and per member cluster", func() {
+		startController(controller.Options{}, 0)
+		ns := newNamespace()
+		hard := list("cpu", "100", "memory", "100Gi", "pods", "100", "count/deployments.apps", "20", "services", "5", "nvidia.com/gpu", "8")
+
+		// Divided, Duplicated, a multi-component workload, an unscheduled one, and object counts.
+		divided := mustCreate(utiltesting.MakeBinding(ns, "divided").Requests(list("cpu", "250m", "memory", "256Mi")))
+		Expect(place(divided, cluster("member1", 3), cluster("member2", 1))).To(Succeed())
+		duplicated := mustCreate(utiltesting.MakeBinding(ns, "duplicated").Requests(list("cpu", "1", "memory", "1Gi", "nvidia.com/gpu", "1")))
+		Expect(place(duplicated, cluster("member1", 2), cluster("member2", 2), cluster("member3", 2))).To(Succeed())
+		flink := mustCreate(utiltesting.MakeBinding(ns, "flink").Resource("flink.apache.org/v1beta1", "FlinkDeployment").
+			Component("jobmanager", 1, list("cpu", "1", "memory", "2Gi")).Component("taskmanager", 3, list("cpu", "2", "memory", "4Gi")))
+		Expect(place(flink, cluster("member2", 0), cluster("member3", 0))).To(Succeed())
+		mustCreate(utiltesting.MakeBinding(ns, "unscheduled").Requests(list("cpu", "8", "memory", "1Gi")))
+		mustCreate(utiltesting.MakeBinding(ns, "svc").Resource("v1", "Service"))
+
+		// The quota comes after the workloads: it must count them at once.
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", hard))).To(Succeed())
+
+		wantUsed, wantClusters := trueUsage(ns, hard)
+		Expect(framework.Canonical(wantUsed)).To(Equal(framework.Canonical(list(
+			"cpu", "21", "memory", "35Gi", "pods", "18", "count/deployments.apps", "3", "services", "1", "nvidia.com/gpu", "6",
+		))), "the reference itself: cpu 4×250m + 6×1 + 2×(1+3×2); 3 deployments, the unscheduled one included")
+		Eventually(func(g Gomega) {
+			q := getQuota(ns, "team")
+			g.Expect(framework.Canonical(q.Status.Used)).To(Equal(framework.Canonical(wantUsed)))
+			g.Expect(framework.Canonical(q.Status.Hard)).To(Equal(framework.Canonical(hard)))
+			want := map[string]string{}
+			for name, l := range wantClusters {
+				want[name] = framework.Canonical(l)
+			}
+			// Object counts are federation-wide; per cluster the compute and pods.
+			g.Expect(clustersOf(q)).To(HaveLen(3))
+			for name, got := range clustersOf(q) {
+				g.Expect(got).To(Equal(want[name]), "cluster %s", name)
+			}
+			g.Expect(q.Status.Reservations).To(BeEmpty(), "every admitted write was observed")
+			g.Expect(q.Status.ObservedGeneration).To(Equal(q.Generation))
+			ready := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(q.Status.Summary).To(ContainSubstring("cpu: 21/100"))
+			g.Expect(q.Status.Summary).To(ContainSubstring("memory: 35Gi/100Gi"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		// Nothing changed: a recount writes nothing.
+		rv := getQuota(ns, "team").ResourceVersion
+		patch := []byte(`{"spec":{"schedulerName":"default-scheduler"}}`)
+		Expect(k8s.Patch(ctx, divided, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		Consistently(func() string { return getQuota(ns, "team").ResourceVersion }).
+			WithTimeout(2*time.Second).Should(Equal(rv), "a recount that changes nothing must not write")
+
+		// The quota's series are exported at scrape time, and vanish with it.
+		Expect(scrape()).To(ContainSubstring(`karmada_quota_used{namespace="` + ns + `",quota="team",resource="cpu"} 21`))
+		Expect(scrape()).To(ContainSubstring(`karmada_quota_cluster_used{cluster="member1",namespace="` + ns + `",quota="team",resource="cpu"} 2.75`))
+		Expect(k8s.Delete(ctx, getQuota(ns, "team"))).To(Succeed())
+		Eventually(func() string { return scrape() }).WithTimeout(5*time.Second).ShouldNot(ContainSubstring(`namespace="`+ns+`"`),
+			"a deleted quota leaves no series behind")
+	})
+
+	It("frees a deleted binding's usage in seconds, without waiting for the resync", func() {
+		startController(controller.Options{}, 0)
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")))
+		Expect(place(rb, cluster("member1", 4))).To(Succeed())
+		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("4"))
+
+		deleted := time.Now()
+		Expect(k8s.Delete(ctx, rb)).To(Succeed())
+		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).
+			WithTimeout(5 * time.Second).WithPolling(10 * time.Millisecond).Should(Equal("0"))
+		AddReportEntry("binding delete to freed usage", time.Since(deleted).String())
+		GinkgoWriter.Println("binding delete to freed usage:", time.Since(deleted))
+	})
+
+	It("repairs a hand-edited status at the periodic resync and counts the repair", func() {
+		startController(controller.Options{ResyncPeriod: time.Second}, 0)
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")))
+		Expect(place(rb, cluster("member1", 2))).To(Succeed())
+		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("2"))
+
+		repairedBefore := testutil.ToFloat64(metrics.DriftRepaired)
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			q := getQuota(ns, "team")
+			q.Status.Used = list("cpu", "7")
+			return k8s.Status().Update(ctx, q)
+		})).To(Succeed())
+		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("2"))
+		Eventually(func() float64 { return testutil.ToFloat64(metrics.DriftRepaired) - repairedBefore }).
+			WithTimeout(2 * time.Second).Should(BeNumerically(">=", 1))
+	})
+})
+
+var _ = Describe("Reservations", func() {
+	It("are settled in the same write that counts the binding", func() {
+		startController(controller.Options{}, 0)
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "10", "count/deployments.apps", "5")))).To(Succeed())
+		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "500m")))
+		Expect(place(rb, cluster("member1", 2), cluster("member2", 2))).To(Succeed())
+		Eventually(func(g Gomega) {
+			q := getQuota(ns, "team")
+			g.Expect(q.Status.Reservations).To(BeEmpty())
+			g.Expect(framework.Canonical(q.Status.Used)).To(Equal(framework.Canonical(list("cpu", "2", "count/deployments.apps", "1"))))
+			g.Expect(framework.Canonical(q.Status.Reserved)).To(Equal(framework.Canonical(list("cpu", "0", "count/deployments.apps", "0"))))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+	})
+
+	It("of a write that failed after admission are held until they expire, then dropped", func() {
+		startController(controller.Options{}, 0)
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("count/deployments.apps", "5")))).To(Succeed())
+		// A second validating webhook that fails every binding write in this namespace: the apiserver calls it
+		// alongside ours, so our reservation is written and the write is refused anyway.
+		failing := admission.WebhookConfiguration(webhooks.URL+"/nothing-here", webhooks.CA)
+		failing.Name = "fails-after-quota-" + ns
+		failing.Webhooks = failing.Webhooks[:1]
+		failing.Webhooks[0].Name = "fails.example.io"
+		failing.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+		Expect(k8s.Create(ctx, failing)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, failing)).To(Succeed()) })
+		attempt := 0
+		Eventually(func() error {
+			attempt++
+			_, err := framework.CreateBinding(ctx, k8s, utiltesting.MakeBinding(ns, fmt.Sprintf("never-%d", attempt)))
+			return err
+		}).WithTimeout(10*time.Second).Should(HaveOccurred(), "the failing webhook takes effect")
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("never-%d", attempt)}, &workv1alpha2.ResourceBinding{}))).To(BeTrue())
+		// Writes admitted before the failing webhook took effect were stored and are counted, not reserved.
+		Eventually(func() int { return len(getQuota(ns, "team").Status.Reservations) }).WithTimeout(5 * time.Second).Should(Equal(1))
+		// Recounts before expiry keep it: the write might still be in flight.
+		touch(ns, "team")
+		Consistently(func() int { return len(getQuota(ns, "team").Status.Reservations) }).WithTimeout(2 * time.Second).Should(Equal(1))
+
+		expiredBefore := testutil.ToFloat64(metrics.ReservationsExpired)
+		clock.Step(3 * time.Minute)
+		touch(ns, "team")
+		Eventually(func() int { return len(getQuota(ns, "team").Status.Reservations) }).WithTimeout(5 * time.Second).Should(Equal(0))
+		// Counted right after the write that dropped it lands.
+		Eventually(func() float64 { return testutil.ToFloat64(metrics.ReservationsExpired) - expiredBefore }).
+			WithTimeout(2 * time.Second).Should(Equal(1.0))
+	})
+
+	// The reservations proposal's race: a controller recounting from a lagging cache must never erase an
+	// admission. Bindings are admitted and scaled up concurrently while the controller's binding informer lags;
+	// at every sample, what the bindings use is within hard and within what the quota counts (used + reserved).
+	It("are never lost to a lagging informer: the admitted sum stays within hard and within used + reserved", func() {
+		// Every binding event is held 20ms before the controller's cache sees it, so during the burst the cache
+		// falls seconds behind; the controller recounts every 100ms on top of the events, on that stale cache.
+		// (A controller that dropped reservations without seeing their write fails this at once.)
+		startController(controller.Options{Workers: 4, ResyncPeriod: 100 * time.Millisecond}, 20*time.Millisecond)
+		ns := newNamespace()
+		const hardCPU = 40
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", fmt.Sprint(hardCPU))))).To(Succeed())
+		// The burst starts once the controller is recounting this quota.
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(getQuota(ns, "team").Status.Conditions, quotav1alpha1.ConditionReady)
+		}).WithTimeout(10 * time.Second).ShouldNot(BeNil())
+
+		var (
+			stop     atomic.Bool
+			samples  atomic.Int64
+			failures []string
+			mu       sync.Mutex
+		)
+		sampler := make(chan struct{})
+		go func() {
+			defer close(sampler)
+			defer GinkgoRecover()
+			for !stop.Load() {
+				// Bindings first, quota second: every binding in the list was admitted before it was stored, so
+				// by the time the quota is read its reservation is still there or already counted in used.
+				admitted, _ := trueUsage(ns, list("cpu", "0"))
+				q := getQuota(ns, "team")
+				counted := q.Status.Used.Cpu().DeepCopy()
+				counted.Add(*q.Status.Reserved.Cpu())
+				samples.Add(1)
+				if admitted.Cpu().Cmp(*resourceQuantity(fmt.Sprint(hardCPU))) > 0 || admitted.Cpu().Cmp(counted) > 0 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("admitted %s, used %s + reserved %s, hard %d",
+						admitted.Cpu(), q.Status.Used.Cpu(), q.Status.Reserved.Cpu(), hardCPU))
+					mu.Unlock()
+				}
+			}
+		}()
+
+		recountsBefore := recounts()
+		var writers sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			writers.Add(1)
+			go func(w int) {
+				defer writers.Done()
+				defer GinkgoRecover()
+				for i := 0; i < 4; i++ {
+					rb, err := framework.CreateBinding(ctx, k8s, utiltesting.MakeBinding(ns, fmt.Sprintf("w%d-%d", w, i)).Requests(list("cpu", "500m")))
+					Expect(err).NotTo(HaveOccurred())
+					// Only ever up: the invariant compares a binding list read before the quota.
+					for replicas := int32(1); replicas <= 3; replicas++ {
+						// Paced, so that the controller's status writes get between the webhook's.
+						time.Sleep(50 * time.Millisecond)
+						err := place(rb, cluster("member1", replicas))
+						if err != nil {
+							Expect(apierrors.ReasonForError(err)).To(Equal(metav1.StatusReason("QuotaExceeded")), "%v", err)
+							break
+						}
+					}
+				}
+			}(w)
+		}
+		writers.Wait()
+		stop.Store(true)
+		<-sampler
+		Expect(failures).To(BeEmpty(), "an admission went uncounted or over hard")
+		recountsDuring := recounts() - recountsBefore
+		Expect(recountsDuring).To(BeNumerically(">=", 5), "the controller hardly recounted during the burst: the race was never exercised")
+		Expect(samples.Load()).To(BeNumerically(">", 10))
+
+		admitted, _ := trueUsage(ns, list("cpu", "0"))
+		Expect(admitted.Cpu().Value()).To(BeNumerically(">=", hardCPU-1), "the quota filled up (to within one 500m step)")
+		Eventually(func(g Gomega) {
+			q := getQuota(ns, "team")
+			g.Expect(q.Status.Reservations).To(BeEmpty())
+			g.Expect(q.Status.Used.Cpu().Cmp(*admitted.Cpu())).To(Equal(0), "settled: used equals what the bindings use")
+		}).WithTimeout(15 * time.Second).Should(Succeed())
+		AddReportEntry("lagging informer", fmt.Sprintf("%d samples, %d recounts during the burst, admitted %s of %d", samples.Load(), recountsDuring, admitted.Cpu(), hardCPU))
+	})
+})
+
+var _ = Describe("Waiting bindings", func() {
+	It("are requeued when usage drops, higher priority first, only as many as now fit", func() {
+		startController(controller.Options{RequeueCooldown: time.Minute}, 0)
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "2")))).To(Succeed())
+		big := mustCreate(utiltesting.MakeBinding(ns, "big").Requests(list("cpu", "1")))
+		Expect(place(big, cluster("member1", 2))).To(Succeed())
+
+		waiting := map[string]int32{"high": 100, "middle": 50, "low": 1}
+		for name, priority := range waiting {
+			rb := mustCreate(utiltesting.MakeBinding(ns, name).Requests(list("cpu", "1")).Replicas(1))
+			rb.Spec.SchedulePriority = &workv1alpha2.SchedulePriority{Priority: priority}
+			Expect(k8s.Update(ctx, rb)).To(Succeed())
+			// What Karmada's scheduler records when our webhook refuses its placement.
+			Expect(expectRefused(place(rb.DeepCopy(), cluster("member1", 1)))).To(Succeed())
+			rb.Status.Conditions = []metav1.Condition{{
+				Type: workv1alpha2.Scheduled, Status: metav1.ConditionFalse, Reason: workv1alpha2.BindingReasonQuotaExceeded,
+				Message: "exceeded quota: team", LastTransitionTime: metav1.Now(),
+			}}
+			Expect(k8s.Status().Update(ctx, rb)).To(Succeed())
+		}
+		requeuedBefore := testutil.ToFloat64(metrics.BindingsRequeued)
+
+		Expect(k8s.Delete(ctx, big)).To(Succeed())
+		Eventually(func() []string { return requeued(ns) }).WithTimeout(5*time.Second).Should(ConsistOf("high", "middle"),
+			"two CPUs freed: the two highest priorities, not the third")
+		Consistently(func() []string { return requeued(ns) }).WithTimeout(2 * time.Second).Should(ConsistOf("high", "middle"))
+		Expect(testutil.ToFloat64(metrics.BindingsRequeued)-requeuedBefore).To(Equal(2.0), "no requeue storm")
+	})
+})
+
+func requeued(ns string) []string {
+	var bindings workv1alpha2.ResourceBindingList
+	Expect(k8s.List(ctx, &bindings, client.InNamespace(ns))).To(Succeed())
+	var names []string
+	for _, rb := range bindings.Items {
+		if rb.Spec.RescheduleTriggeredAt != nil {
+			names = append(names, rb.Name)
+		}
+	}
+	return names
+}
+
+func expectRefused(err error) error {
+	if apierrors.ReasonForError(err) != "QuotaExceeded" {
+		return fmt.Errorf("want QuotaExceeded, got %v", err)
+	}
+	return nil
+}
+
+// touch changes the quota's spec without changing its limits, so the controller reconciles it now.
+func touch(ns, name string) {
+	q := getQuota(ns, name)
+	q.Spec.Hard = q.Spec.Hard.DeepCopy()
+	if _, ok := q.Spec.Hard["count/touches.example.io"]; ok {
+		delete(q.Spec.Hard, "count/touches.example.io")
+	} else {
+		q.Spec.Hard["count/touches.example.io"] = *resourceQuantity("1000")
+	}
+	Expect(k8s.Update(ctx, q)).To(Succeed())
+}
+
+func resourceQuantity(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
+}
+
+// scrape renders the quota gauges as Prometheus would read them from /metrics.
+func scrape() string {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var b strings.Builder
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "karmada_quota_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := make([]string, 0, len(m.GetLabel()))
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			value := m.GetGauge().GetValue()
+			fmt.Fprintf(&b, "%s{%s} %v\n", f.GetName(), strings.Join(labels, ","), value)
+		}
+	}
+	return b.String()
+}
+
+// recounts is how many reconciles the controller has run.
+func recounts() uint64 {
+	var m dto.Metric
+	Expect(metrics.ReconcileDuration.Write(&m)).To(Succeed())
+	return m.GetHistogram().GetSampleCount()
+}

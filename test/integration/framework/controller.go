@@ -1,0 +1,68 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/karmada-quota/karmada-quota/pkg/controller"
+	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+)
+
+// Controller is the quota controller running in this process against the test apiserver.
+type Controller struct {
+	stop context.CancelFunc
+	done chan error
+}
+
+// StartController runs the real quota controller. bindingDelay, when positive, holds every binding event that
+// long before the controller's cache sees it: a lagging informer, as under load.
+func StartController(ctx context.Context, cfg *rest.Config, opts controller.Options, bindingDelay time.Duration) (*Controller, error) {
+	cacheOpts := cache.Options{}
+	if bindingDelay > 0 {
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{
+			&workv1alpha2.ResourceBinding{}: {Transform: func(obj any) (any, error) {
+				time.Sleep(bindingDelay)
+				return obj, nil
+			}},
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		Cache:                   cacheOpts,
+		GracefulShutdownTimeout: ptr.To(5 * time.Second),
+		// Tests run several controllers one after another in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if name, err := controller.Setup(ctx, mgr, opts); err != nil {
+		return nil, fmt.Errorf("setting up %s: %w", name, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Controller{stop: cancel, done: make(chan error, 1)}
+	go func() { c.done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("the controller's cache never synced")
+	}
+	return c, nil
+}
+
+// Stop stops the controller and waits for it.
+func (c *Controller) Stop() error {
+	c.stop()
+	return <-c.done
+}

@@ -1,0 +1,65 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+)
+
+// List builds a resource list from name, quantity pairs.
+func List(pairs ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return l
+}
+
+// Quota builds a KarmadaQuota without scope.
+func Quota(ns, name string, hard corev1.ResourceList) *quotav1alpha1.KarmadaQuota {
+	return &quotav1alpha1.KarmadaQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: hard},
+	}
+}
+
+// Cluster is one entry of a placement.
+func Cluster(name string, replicas int32) workv1alpha2.TargetCluster {
+	return workv1alpha2.TargetCluster{Name: name, Replicas: replicas}
+}
+
+// CreateBinding creates a binding as Karmada's detector does, unscheduled unless the builder placed it; UID,
+// generation and resourceVersion are the apiserver's to set.
+func CreateBinding(ctx context.Context, c client.Client, b *utiltesting.BindingWrapper) (*workv1alpha2.ResourceBinding, error) {
+	rb := b.Obj()
+	rb.UID, rb.Generation, rb.ResourceVersion = "", 0, ""
+	return rb, c.Create(ctx, rb)
+}
+
+// Place writes a placement as Karmada's scheduler does: a JSON merge patch of spec.clusters.
+func Place(ctx context.Context, c client.Client, rb *workv1alpha2.ResourceBinding, opts []client.PatchOption, clusters ...workv1alpha2.TargetCluster) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"clusters": clusters}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, rb, client.RawPatch(types.MergePatchType, patch), opts...)
+}
+
+// Canonical renders a resource list by value (1000m and 1 alike), for comparisons.
+func Canonical(l corev1.ResourceList) string {
+	out := map[string]int64{}
+	for name, q := range l {
+		out[string(name)] = q.MilliValue()
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
