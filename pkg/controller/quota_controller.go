@@ -89,11 +89,17 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 	}
 	ledger, err := quota.NewLedger(&q)
 	if err != nil {
-		return ctrl.Result{}, false, r.markInvalid(ctx, &q, err)
+		err := r.markInvalid(ctx, &q, err)
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{}, true, nil
+		}
+		return ctrl.Result{}, false, err
 	}
 
+	// Read-only: the recount never changes a binding and the requeuer copies one before patching it, so the
+	// cache's objects are listed as they are rather than deep-copied, 10,000 of them per recount.
 	var bindings workv1alpha2.ResourceBindingList
-	if err := r.client.List(ctx, &bindings, client.InNamespace(q.Namespace)); err != nil {
+	if err := r.client.List(ctx, &bindings, client.InNamespace(q.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("listing bindings: %w", err)
 	}
 	count := countUsage(ledger, bindings.Items)
@@ -120,7 +126,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 	})
 
 	status := r.status(&q, ledger, count)
-	drifted := r.state.drifted(req.NamespacedName, &q.Status)
+	drifted := r.state.drifted(req.NamespacedName, q.UID, &q.Status)
 	if !equality.Semantic.DeepEqual(q.Status, *status) {
 		q.Status = *status
 		if err := r.client.Status().Update(ctx, &q); err != nil {
@@ -231,7 +237,8 @@ func (r *QuotaReconciler) status(q *quotav1alpha1.KarmadaQuota, ledger *quota.Le
 	return status
 }
 
-// markInvalid reports a quota that slipped past validation: Ready=False, an event, and nothing else written.
+// markInvalid reports a quota that slipped past validation: Ready=False, an event, and nothing else written. A
+// conflict is returned as such, for the caller to read again and retry.
 func (r *QuotaReconciler) markInvalid(ctx context.Context, q *quotav1alpha1.KarmadaQuota, cause error) error {
 	r.recorder.Event(q, corev1.EventTypeWarning, EventInvalidSpec, cause.Error())
 	status := q.Status.DeepCopy()
@@ -244,10 +251,7 @@ func (r *QuotaReconciler) markInvalid(ctx context.Context, q *quotav1alpha1.Karm
 		return nil
 	}
 	q.Status = *status
-	if err := r.client.Status().Update(ctx, q); err != nil && !apierrors.IsConflict(err) {
-		return err
-	}
-	return nil
+	return r.client.Status().Update(ctx, q)
 }
 
 // summary renders "cpu: 3/10, memory: 1Gi/20Gi" for the printer column, in the author's names.

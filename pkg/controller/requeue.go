@@ -44,6 +44,7 @@ type candidate struct {
 }
 
 func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, count counted, bindings []workv1alpha2.ResourceBinding) error {
+	r.forgetCooledDown()
 	headroom := ledger.Headroom(count.used)
 	var candidates []candidate
 	for i := range bindings {
@@ -76,8 +77,13 @@ func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, l
 		if !fits(c.need, headroom) {
 			continue
 		}
-		if err := r.trigger(ctx, c.rb, now); err != nil {
+		requeued, err := r.trigger(ctx, c.rb, now)
+		if err != nil {
 			return fmt.Errorf("requeueing binding %s: %w", c.rb.Name, err)
+		}
+		if !requeued {
+			// Deleted since it was listed: nothing requeued, and no headroom taken from the next candidate.
+			continue
 		}
 		headroom.Sub(c.need)
 		metrics.BindingsRequeued.Inc()
@@ -87,18 +93,31 @@ func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, l
 }
 
 // trigger bumps spec.rescheduleTriggeredAt, which Karmada's scheduler takes as a request to schedule again now.
-func (r *requeuer) trigger(ctx context.Context, rb *workv1alpha2.ResourceBinding, now metav1.Time) error {
+// It reports false, and no error, for a binding deleted meanwhile.
+func (r *requeuer) trigger(ctx context.Context, rb *workv1alpha2.ResourceBinding, now metav1.Time) (bool, error) {
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rescheduleTriggeredAt": now}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := r.client.Patch(ctx, rb.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	r.mu.Lock()
 	r.last[rb.UID] = now.Time
 	r.mu.Unlock()
-	return nil
+	return true, nil
+}
+
+// forgetCooledDown drops the cooldowns that passed. coolingDown drops one only when asked about a binding that
+// still waits; a binding scheduled or deleted since is never asked about again, and would be remembered for good.
+func (r *requeuer) forgetCooledDown() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, at := range r.last {
+		if r.clock.Since(at) >= r.cooldown {
+			delete(r.last, uid)
+		}
+	}
 }
 
 func (r *requeuer) coolingDown(uid types.UID) bool {

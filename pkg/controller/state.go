@@ -22,6 +22,8 @@ type state struct {
 }
 
 type quotaState struct {
+	// uid tells a quota from one deleted and recreated under its name, whose fresh status is no drift.
+	uid      types.UID
 	written  quotav1alpha1.KarmadaQuotaStatus
 	headroom resources.List
 	snapshot metrics.QuotaSnapshot
@@ -34,11 +36,11 @@ func newState() *state {
 // drifted reports whether the status as read differs, in the fields only the controller writes, from what the
 // controller last wrote. The webhook writes reservations only, so any difference is a hand edit or another
 // writer.
-func (s *state) drifted(key types.NamespacedName, read *quotav1alpha1.KarmadaQuotaStatus) bool {
+func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1alpha1.KarmadaQuotaStatus) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	qs, ok := s.quotas[key]
-	if !ok {
+	if !ok || qs.uid != uid {
 		return false
 	}
 	return !equality.Semantic.DeepEqual(qs.written.Used, read.Used) ||
@@ -61,7 +63,7 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 			}
 		}
 	}
-	s.quotas[key] = &quotaState{written: *q.Status.DeepCopy(), headroom: headroom, snapshot: snapshot(q)}
+	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, snapshot: snapshot(q)}
 	return grew
 }
 

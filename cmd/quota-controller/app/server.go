@@ -5,14 +5,12 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
 
 // cacheSyncProbeWait bounds how long one /readyz request waits for the informers to sync, so a probe without a
@@ -30,33 +29,8 @@ const cacheSyncProbeWait = time.Second
 // NewCommand returns the quota-controller command.
 func NewCommand() *cobra.Command {
 	opts := NewOptions()
-	cmd := &cobra.Command{
-		Use:           "quota-controller",
-		Short:         "Count what ResourceBindings use into KarmadaQuota status and settle reservations",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Validate(); err != nil {
-				klog.ErrorS(err, "Invalid options")
-				return err
-			}
-			cfg, err := restConfig(opts.Kubeconfig)
-			if err != nil {
-				klog.ErrorS(err, "Cannot reach the karmada-apiserver")
-				return err
-			}
-			if err := Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
-				klog.ErrorS(err, "quota-controller failed")
-				return err
-			}
-			return nil
-		},
-	}
-	opts.AddFlags(cmd.Flags())
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	cmd.Flags().AddGoFlagSet(klogFlags)
-	return cmd
+	return command.New("quota-controller", "Count what ResourceBindings use into KarmadaQuota status and settle reservations", opts, &opts.Kubeconfig,
+		func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) })
 }
 
 // Run reconciles quotas against the karmada-apiserver at cfg until ctx is done, leading or standing by as the
@@ -121,15 +95,4 @@ func cacheSyncedChecker(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return ctrl.GetConfig()
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }

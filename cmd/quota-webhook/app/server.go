@@ -4,12 +4,10 @@ package app
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -18,38 +16,14 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
 
 // NewCommand returns the quota-webhook command.
 func NewCommand() *cobra.Command {
 	opts := NewOptions()
-	cmd := &cobra.Command{
-		Use:           "quota-webhook",
-		Short:         "Admit Karmada ResourceBindings against KarmadaQuotas",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Validate(); err != nil {
-				klog.ErrorS(err, "Invalid options")
-				return err
-			}
-			cfg, err := restConfig(opts.Kubeconfig)
-			if err != nil {
-				klog.ErrorS(err, "Cannot reach the karmada-apiserver")
-				return err
-			}
-			if err := Run(ctrl.SetupSignalHandler(), cfg, opts); err != nil {
-				klog.ErrorS(err, "quota-webhook failed")
-				return err
-			}
-			return nil
-		},
-	}
-	opts.AddFlags(cmd.Flags())
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	cmd.Flags().AddGoFlagSet(klogFlags)
-	return cmd
+	return command.New("quota-webhook", "Admit Karmada ResourceBindings against KarmadaQuotas", opts, &opts.Kubeconfig,
+		func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) })
 }
 
 // Run serves the webhooks against the karmada-apiserver at cfg until ctx is done, then drains in-flight
@@ -90,15 +64,4 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	}
 	log.Info("Starting quota-webhook", "port", opts.Port, "reservationTTL", opts.ReservationTTL)
 	return mgr.Start(ctx)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return ctrl.GetConfig()
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }

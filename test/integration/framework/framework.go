@@ -17,6 +17,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -104,4 +106,22 @@ func NewEnvironment() (*envtest.Environment, error) {
 		},
 		ErrorIfCRDPathMissing: true,
 	}, nil
+}
+
+// Start starts the control plane and returns a client for it; stop it with env.Stop().
+func Start() (*envtest.Environment, *rest.Config, client.Client, error) {
+	env, err := NewEnvironment()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, nil, err
+	}
+	return env, cfg, c, nil
 }

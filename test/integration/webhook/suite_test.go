@@ -33,11 +33,7 @@ func TestWebhook(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
-	testEnv, err = framework.NewEnvironment()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(cfg, client.Options{Scheme: testEnv.Scheme})
+	testEnv, cfg, k8s, err = framework.Start()
 	Expect(err).NotTo(HaveOccurred())
 	webhooks, err = framework.StartWebhooks(ctx, cfg, k8s, 2, nil, nil)
 	Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,328 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+)
+
+var teamKey = types.NamespacedName{Namespace: ns, Name: "team"}
+
+// written is a status as the controller writes it.
+func written() *quotav1alpha1.KarmadaQuotaStatus {
+	return &quotav1alpha1.KarmadaQuotaStatus{
+		ObservedGeneration: 1,
+		Hard:               list("cpu", "10", "pods", "20"),
+		Used:               list("cpu", "1500m", "pods", "3"),
+		Reserved:           list("cpu", "0", "pods", "0"),
+		Clusters: []quotav1alpha1.ClusterUsage{
+			{Name: "member1", Used: list("cpu", "1", "pods", "2")},
+			{Name: "member2", Used: list("cpu", "500m", "pods", "1")},
+		},
+		Summary:    "cpu: 1500m/10, pods: 3/20",
+		Conditions: []metav1.Condition{ready(1, t0)},
+	}
+}
+
+// recordStatus records a quota holding status, with a ledger parsed from it.
+// teamUID is the UID of the quota recordStatus records.
+const teamUID = types.UID("uid-team")
+
+func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStatus) bool {
+	t.Helper()
+	q := utiltesting.MakeQuota(ns, "team").Hard(status.Hard).Obj()
+	q.UID = teamUID
+	q.Status = *status.DeepCopy()
+	ledger, err := quota.NewLedger(q)
+	if err != nil {
+		t.Fatalf("NewLedger: %v", err)
+	}
+	used := resources.List{}
+	for name, qty := range status.Used {
+		canonical, _, err := resources.Canonical(name)
+		if err != nil {
+			t.Fatalf("Canonical(%s): %v", name, err)
+		}
+		used[canonical] = resources.Value(canonical, qty)
+	}
+	return s.record(teamKey, q, ledger, used)
+}
+
+func TestStateDrifted(t *testing.T) {
+	cases := map[string]struct {
+		edit func(*quotav1alpha1.KarmadaQuotaStatus)
+		want bool
+	}{
+		"unchanged": {
+			edit: func(*quotav1alpha1.KarmadaQuotaStatus) {},
+		},
+		"the same amounts, written differently": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) {
+				s.Used = list("cpu", "1.5", "pods", "3")
+				s.Clusters[0].Used = list("cpu", "1000m", "pods", "2")
+			},
+		},
+		"used changed": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Used = list("cpu", "0", "pods", "3") },
+			want: true,
+		},
+		"used lost a resource": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) { delete(s.Used, "pods") },
+			want: true,
+		},
+		"hard changed": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Hard = list("cpu", "100", "pods", "20") },
+			want: true,
+		},
+		"a cluster's usage changed": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Clusters[1].Used = list("cpu", "2", "pods", "1") },
+			want: true,
+		},
+		"a cluster removed": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Clusters = s.Clusters[:1] },
+			want: true,
+		},
+		"reservations added by the webhook": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) {
+				s.Reservations = []quotav1alpha1.Reservation{{
+					ReservedBy: utiltesting.ReservationOwner(utiltesting.MakeBinding(ns, "web").Obj()), Generation: 1,
+					Reserved: list("cpu", "1"), ExpirationTime: metav1.NewTime(t0.Add(time.Minute)),
+				}}
+				s.Reserved = list("cpu", "1", "pods", "0")
+			},
+		},
+		"summary, conditions and observedGeneration, which only the controller writes and drift does not read": {
+			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) {
+				s.Summary = ""
+				s.Conditions = nil
+				s.ObservedGeneration = 7
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newState()
+			read := written()
+			tc.edit(read)
+			if s.drifted(teamKey, teamUID, read) {
+				t.Fatal("drifted before anything was recorded")
+			}
+
+			recordStatus(t, s, written())
+
+			if got := s.drifted(teamKey, teamUID, read); got != tc.want {
+				t.Errorf("drifted = %v, want %v", got, tc.want)
+			}
+			if s.drifted(types.NamespacedName{Namespace: ns, Name: "other"}, teamUID, read) {
+				t.Error("drifted for a quota never recorded")
+			}
+			if s.drifted(teamKey, "uid-of-a-recreated-quota", read) {
+				t.Error("drifted for a quota deleted and recreated under the same name: its fresh status is no drift")
+			}
+		})
+	}
+}
+
+// TestStateRecord reports headroom growth: the moment to requeue waiting bindings.
+func TestStateRecord(t *testing.T) {
+	base := func() *quotav1alpha1.KarmadaQuotaStatus {
+		return &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "20"), Used: list("cpu", "4", "pods", "8")}
+	}
+	withReservation := func(s *quotav1alpha1.KarmadaQuotaStatus, amount corev1.ResourceList) *quotav1alpha1.KarmadaQuotaStatus {
+		s.Reservations = append(s.Reservations, quotav1alpha1.Reservation{
+			ReservedBy: utiltesting.ReservationOwner(utiltesting.MakeBinding(ns, "web").Obj()), Generation: 1,
+			Reserved: amount, ExpirationTime: metav1.NewTime(t0.Add(time.Minute)),
+		})
+		return s
+	}
+	cases := map[string]struct {
+		next *quotav1alpha1.KarmadaQuotaStatus
+		want bool
+	}{
+		"unchanged": {
+			next: base(),
+		},
+		"used grew": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "20"), Used: list("cpu", "5", "pods", "9")},
+		},
+		"used dropped": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "20"), Used: list("cpu", "3500m", "pods", "8")},
+			want: true,
+		},
+		"one resource dropped, another grew": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "20"), Used: list("cpu", "5", "pods", "7")},
+			want: true,
+		},
+		"hard raised": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "30"), Used: list("cpu", "4", "pods", "8")},
+			want: true,
+		},
+		"hard lowered": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "5", "pods", "20"), Used: list("cpu", "4", "pods", "8")},
+		},
+		"a limit removed": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10"), Used: list("cpu", "4")},
+		},
+		"a limit added": {
+			next: &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "20", "memory", "1Gi"), Used: list("cpu", "4", "pods", "8")},
+			want: true,
+		},
+		"reserved grew": {
+			next: withReservation(base(), list("cpu", "1")),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newState()
+			if !recordStatus(t, s, base()) {
+				t.Error("the first record did not report growth")
+			}
+			if got := recordStatus(t, s, tc.next); got != tc.want {
+				t.Errorf("record = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("a reservation settled into used is no growth; one dropped is", func(t *testing.T) {
+		s := newState()
+		recordStatus(t, s, withReservation(base(), list("cpu", "1")))
+		settled := &quotav1alpha1.KarmadaQuotaStatus{Hard: list("cpu", "10", "pods", "20"), Used: list("cpu", "5", "pods", "8")}
+		if recordStatus(t, s, settled) {
+			t.Error("record after a settlement reported growth")
+		}
+		s = newState()
+		recordStatus(t, s, withReservation(base(), list("cpu", "1")))
+		if !recordStatus(t, s, base()) {
+			t.Error("record after an expiry did not report growth")
+		}
+	})
+
+	t.Run("forget starts over", func(t *testing.T) {
+		s := newState()
+		recordStatus(t, s, base())
+		s.forget(teamKey)
+		if !recordStatus(t, s, base()) {
+			t.Error("the first record after forget did not report growth")
+		}
+	})
+}
+
+func TestStateSnapshots(t *testing.T) {
+	s := newState()
+	if got := s.Snapshots(); len(got) != 0 {
+		t.Fatalf("snapshots = %+v, want none", got)
+	}
+	status := written()
+	status.Hard = list("cpu", "10", "memory", "2Gi", "pods", "20")
+	status.Used = list("cpu", "1500m", "memory", "512Mi", "pods", "3")
+	status.Reserved = list("cpu", "250m", "memory", "0", "pods", "0")
+	status.Reservations = []quotav1alpha1.Reservation{{
+		ReservedBy: utiltesting.ReservationOwner(utiltesting.MakeBinding(ns, "web").Obj()), Generation: 1,
+		Reserved: list("cpu", "250m"), ExpirationTime: metav1.NewTime(t0.Add(time.Minute)),
+	}}
+	recordStatus(t, s, status)
+
+	want := []metrics.QuotaSnapshot{{
+		Namespace: ns, Name: "team",
+		Hard:     map[string]float64{"cpu": 10, "memory": 2 << 30, "pods": 20},
+		Used:     map[string]float64{"cpu": 1.5, "memory": 512 << 20, "pods": 3},
+		Reserved: map[string]float64{"cpu": 0.25, "memory": 0, "pods": 0},
+		Clusters: map[string]map[string]float64{
+			"member1": {"cpu": 1, "pods": 2},
+			"member2": {"cpu": 0.5, "pods": 1},
+		},
+	}}
+	if diff := cmp.Diff(want, s.Snapshots()); diff != "" {
+		t.Errorf("snapshots (-want +got):\n%s", diff)
+	}
+
+	// Recording again replaces the snapshot; forgetting removes it.
+	status.Used = list("cpu", "2", "memory", "512Mi", "pods", "4")
+	recordStatus(t, s, status)
+	if got := s.Snapshots(); len(got) != 1 || got[0].Used["cpu"] != 2 {
+		t.Errorf("snapshots = %+v, want one with used cpu 2", got)
+	}
+	s.forget(teamKey)
+	if got := s.Snapshots(); len(got) != 0 {
+		t.Errorf("snapshots after forget = %+v, want none", got)
+	}
+}
+
+func TestTombstones(t *testing.T) {
+	t.Run("a deleted binding is remembered", func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(t0)
+		ts := newTombstones(10*time.Minute, clk.Now)
+		if ts.has("uid-web") {
+			t.Error("has before add")
+		}
+		ts.add("uid-web")
+		if !ts.has("uid-web") {
+			t.Error("not has after add")
+		}
+		if ts.has("uid-api") {
+			t.Error("has a UID never added")
+		}
+	})
+
+	t.Run("entries older than keep are pruned on a later add", func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(t0)
+		ts := newTombstones(10*time.Minute, clk.Now)
+		ts.add("a")
+		clk.Step(5 * time.Minute)
+		ts.add("b")
+		clk.Step(5 * time.Minute)
+		ts.add("c") // a is exactly keep old: kept
+		if diff := cmp.Diff([]types.UID{"a", "b", "c"}, remembered(ts), cmpopts.SortSlices(func(x, y types.UID) bool { return x < y })); diff != "" {
+			t.Errorf("remembered (-want +got):\n%s", diff)
+		}
+		clk.Step(time.Minute)
+		ts.add("d")
+		if diff := cmp.Diff([]types.UID{"b", "c", "d"}, remembered(ts), cmpopts.SortSlices(func(x, y types.UID) bool { return x < y })); diff != "" {
+			t.Errorf("remembered (-want +got):\n%s", diff)
+		}
+		if ts.has("a") {
+			t.Error("has a pruned UID")
+		}
+	})
+
+	t.Run("pruned at most once a minute", func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(t0)
+		ts := newTombstones(30*time.Second, clk.Now)
+		ts.add("a")
+		clk.Step(45 * time.Second)
+		ts.add("b")
+		if !ts.has("a") {
+			t.Error("a pruned 45s after the last prune; want at most once a minute")
+		}
+		clk.Step(15 * time.Second)
+		ts.add("c")
+		if ts.has("a") {
+			t.Error("a not pruned a minute after the last prune")
+		}
+		if !ts.has("b") || !ts.has("c") {
+			t.Error("b or c pruned before they were keep old")
+		}
+	})
+}
+
+func remembered(ts *tombstones) []types.UID {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []types.UID
+	for uid := range ts.uids {
+		out = append(out, uid)
+	}
+	return out
+}

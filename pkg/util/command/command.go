@@ -1,0 +1,66 @@
+// Package command builds the commands of karmada-quota's binaries the same way: flags plus klog's, options
+// validated before anything starts, the karmada-apiserver's rest config, and a context cancelled on SIGTERM.
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options are a binary's flags.
+type Options interface {
+	AddFlags(fs *pflag.FlagSet)
+	Validate() error
+}
+
+// New returns the command use: it validates opts, loads the rest config from *kubeconfig (in-cluster config or
+// $KUBECONFIG when empty) and calls run until a termination signal.
+func New(use, short string, opts Options, kubeconfig *string, run func(ctx context.Context, cfg *rest.Config) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           use,
+		Short:         short,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(*cobra.Command, []string) error {
+			if err := opts.Validate(); err != nil {
+				klog.ErrorS(err, "Invalid options")
+				return err
+			}
+			cfg, err := RestConfig(*kubeconfig)
+			if err != nil {
+				klog.ErrorS(err, "Cannot reach the karmada-apiserver")
+				return err
+			}
+			if err := run(ctrl.SetupSignalHandler(), cfg); err != nil {
+				klog.ErrorS(err, use+" failed")
+				return err
+			}
+			return nil
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	cmd.Flags().AddGoFlagSet(klogFlags)
+	return cmd
+}
+
+// RestConfig loads a kubeconfig file, or the in-cluster config or $KUBECONFIG when path is empty.
+func RestConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
