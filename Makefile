@@ -74,8 +74,10 @@ test-unit: ## Unit tests (pure logic, fuzz seed corpora included).
 	go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
+# One package at a time (-p 1): each starts its own etcd and kube-apiserver, and on a 2-core machine three control
+# planes at once would turn the timing of concurrency tests into a test of the machine.
 test-integration: envtest-assets ## Integration tests against a real etcd + kube-apiserver.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) -race -count=1 -timeout 20m ./test/integration/...
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) -race -count=1 -p 1 -timeout 20m ./test/integration/...
 
 .PHONY: bench
 bench: ## Go benchmarks (speed and memory targets live here, never in tests).
