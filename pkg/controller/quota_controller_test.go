@@ -43,13 +43,7 @@ var t0 = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 var quotaResource = quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource()
 
-func list(nameValues ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(nameValues); i += 2 {
-		l[corev1.ResourceName(nameValues[i])] = resource.MustParse(nameValues[i+1])
-	}
-	return l
-}
+var list = utiltesting.List
 
 var statusOpts = cmp.Options{
 	cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),

@@ -36,13 +36,7 @@ var (
 )
 
 // list spells a resource list as people write it: "cpu", "100m", "memory", "1Gi".
-func list(nameValues ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(nameValues); i += 2 {
-		l[corev1.ResourceName(nameValues[i])] = resource.MustParse(nameValues[i+1])
-	}
-	return l
-}
+var list = utiltesting.List
 
 func newLedger(t *testing.T, q *quotav1alpha1.KarmadaQuota) *Ledger {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,13 +15,7 @@ import (
 )
 
 // List builds a resource list from name, quantity pairs.
-func List(pairs ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return l
-}
+var List = utiltesting.List
 
 // Quota builds a KarmadaQuota without scope.
 func Quota(ns, name string, hard corev1.ResourceList) *quotav1alpha1.KarmadaQuota {
