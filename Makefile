@@ -15,10 +15,14 @@ modversion = $(shell awk '$$1=="require" && $$2=="$(2)" {print $$3} $$1=="$(2)" 
 KUBE_VERSION             := $(call modversion,kubernetes,k8s.io/kubernetes)
 ETCD_VERSION             := $(call modversion,etcd,go.etcd.io/etcd/server/v3)
 CONTROLLER_TOOLS_VERSION := $(call modversion,codegen,sigs.k8s.io/controller-tools)
+KARMADA_VERSION          := $(call modversion,karmada,github.com/karmada-io/karmada)
+KWOK_VERSION             := $(call modversion,kwok,sigs.k8s.io/kwok)
 
 KUBE_BIN       := $(CACHE)/kubernetes-$(KUBE_VERSION)
 ETCD_BIN       := $(CACHE)/etcd-$(ETCD_VERSION)
 CODEGEN_BIN    := $(CACHE)/controller-tools-$(CONTROLLER_TOOLS_VERSION)
+KARMADA_BIN    := $(CACHE)/karmada-$(KARMADA_VERSION)
+KWOK_BIN       := $(CACHE)/kwok-$(KWOK_VERSION)
 CONTROLLER_GEN := $(CODEGEN_BIN)/controller-gen
 # envtest wants etcd and kube-apiserver side by side in one folder.
 ENVTEST_ASSETS := $(CACHE)/envtest-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
@@ -29,6 +33,14 @@ KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg
 	-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=$(KUBE_MINOR) \
 	-X $(pkg).gitTreeState=clean)
 
+KARMADA_LDFLAGS := -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(KARMADA_VERSION)
+
+# Everything a local Karmada with member clusters runs (see hack/tools/*/go.mod for why each is its own module).
+LOCAL_KARMADA_TOOLS := $(ETCD_BIN)/etcd \
+	$(addprefix $(KUBE_BIN)/,kube-apiserver kube-controller-manager kube-scheduler) \
+	$(addprefix $(KARMADA_BIN)/,karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook karmadactl) \
+	$(KWOK_BIN)/kwok
+
 GO_TEST_FLAGS ?=
 
 ##@ General
@@ -36,7 +48,7 @@ GO_TEST_FLAGS ?=
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-		/^[a-zA-Z0-9_.-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } \
+		/^[a-zA-Z0-9_.-]+:.*?##/ { printf "  %-22s %s\n", $$1, $$2 } \
 		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
@@ -102,6 +114,24 @@ $(ENVTEST_ASSETS)/etcd: $(ETCD_BIN)/etcd
 $(KUBE_BIN)/%:
 	mkdir -p $(@D)
 	cd hack/tools/kubernetes && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@.tmp k8s.io/kubernetes/cmd/$*
+	mv $@.tmp $@
+
+.PHONY: local-karmada-tools
+local-karmada-tools: $(LOCAL_KARMADA_TOOLS) ## Build the binaries of a local Karmada and its member clusters.
+
+$(KARMADA_BIN)/karmadactl:
+	mkdir -p $(@D)
+	cd hack/tools/karmada && go build -trimpath -ldflags '$(KARMADA_LDFLAGS)' -o $@.tmp github.com/karmada-io/karmada/cmd/karmadactl
+	mv $@.tmp $@
+
+$(KARMADA_BIN)/karmada-%:
+	mkdir -p $(@D)
+	cd hack/tools/karmada && go build -trimpath -ldflags '$(KARMADA_LDFLAGS)' -o $@.tmp github.com/karmada-io/karmada/cmd/$*
+	mv $@.tmp $@
+
+$(KWOK_BIN)/kwok:
+	mkdir -p $(@D)
+	cd hack/tools/kwok && go build -trimpath -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
 	mv $@.tmp $@
 
 $(ETCD_BIN)/etcd:
