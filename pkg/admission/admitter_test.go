@@ -736,6 +736,7 @@ func TestBindingValidator(t *testing.T) {
 		dryRun    bool
 		wantErr   *wantError
 		wantQuota *quotav1alpha1.KarmadaQuota
+		// wantReads counts informer lists: one to learn the namespace has quotas, one for the batch that decides.
 		wantReads int32
 	}{
 		"a create is reserved under generation 1, which the apiserver sets after validating admission": {
@@ -744,7 +745,7 @@ func TestBindingValidator(t *testing.T) {
 				return err
 			},
 			wantQuota: team.Clone().Reservation(web.Obj(), 1, list("cpu", "1", "pods", "1"), wantExpiry).Obj(),
-			wantReads: 1,
+			wantReads: 2,
 		},
 		"a dry-run create that fits is admitted and writes nothing": {
 			validate: func(ctx context.Context, v *BindingValidator) error {
@@ -753,7 +754,7 @@ func TestBindingValidator(t *testing.T) {
 			},
 			dryRun:    true,
 			wantQuota: team.Obj(),
-			wantReads: 1,
+			wantReads: 2,
 		},
 		"a dry-run create that does not fit is denied": {
 			validate: func(ctx context.Context, v *BindingValidator) error {
@@ -764,7 +765,7 @@ func TestBindingValidator(t *testing.T) {
 			wantErr: &wantError{Code: http.StatusForbidden, Reason: ReasonQuotaExceeded,
 				Messages: []string{"cpu: requested 11, used 0, reserved 0, hard 10 (can never fit"}},
 			wantQuota: team.Obj(),
-			wantReads: 1,
+			wantReads: 2,
 		},
 		"an update is reserved under the new generation": {
 			validate: func(ctx context.Context, v *BindingValidator) error {
@@ -772,7 +773,7 @@ func TestBindingValidator(t *testing.T) {
 				return err
 			},
 			wantQuota: team.Clone().Reservation(web.Obj(), 3, list("cpu", "2", "pods", "2"), wantExpiry).Obj(),
-			wantReads: 1,
+			wantReads: 2,
 		},
 		"a write that cannot grow is admitted without reading any quota": {
 			validate: func(ctx context.Context, v *BindingValidator) error {
@@ -815,4 +816,44 @@ func TestBindingValidator(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBindingValidatorNamespaceWithoutQuota: most namespaces of a federation have no quota; a growing write there
+// is admitted on one informer list, without reading the binding or forming a batch.
+func TestBindingValidatorNamespaceWithoutQuota(t *testing.T) {
+	var reads atomic.Int32
+	funcs := interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			reads.Add(1)
+			return c.List(ctx, l, opts...)
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			t.Errorf("unexpected read of %s", key)
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}
+	c := newClient(&funcs, utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj())
+	v := &BindingValidator{admitter: newAdmitter(c), bindings: c}
+	batches := batchCount(t)
+
+	old := utiltesting.MakeBinding("no-quota", "web").Requests(list("cpu", "1")).ResourceVersion("7").Obj()
+	placed := utiltesting.MakeBinding("no-quota", "web").Requests(list("cpu", "1")).Cluster("member1", 50).Generation(2).Obj()
+	if _, err := v.ValidateUpdate(context.Background(), old, placed); err != nil {
+		t.Fatalf("ValidateUpdate: %v", err)
+	}
+	if got := reads.Load(); got != 1 {
+		t.Errorf("informer lists = %d, want 1", got)
+	}
+	if got := batchCount(t) - batches; got != 0 {
+		t.Errorf("batches decided = %d, want 0", got)
+	}
+}
+
+func batchCount(t *testing.T) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.AdmissionBatchSize.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }

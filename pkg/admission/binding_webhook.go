@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -71,6 +72,14 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		oldUsage = &u
 	}
 	if !usage.Grows(newUsage, oldUsage) {
+		return nil
+	}
+
+	governed, err := v.admitter.Governed(ctx, rb.Namespace)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", rb.Namespace, err))
+	}
+	if !governed {
 		return nil
 	}
 

@@ -10,13 +10,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
+	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
 
 // Options are the controller's flags.
 type Options struct {
-	Kubeconfig              string
-	MetricsBindAddress      string
-	HealthProbeBindAddress  string
+	command.Common
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
@@ -26,16 +25,12 @@ type Options struct {
 	ResyncPeriod            time.Duration
 	Workers                 int
 	RequeueCooldown         time.Duration
-	KubeAPIQPS              float32
-	KubeAPIBurst            int
-	GracefulShutdownTimeout time.Duration
 }
 
 // NewOptions returns the defaults. The lease timings are Kubernetes' own controller defaults.
 func NewOptions() *Options {
 	return &Options{
-		MetricsBindAddress:      ":8080",
-		HealthProbeBindAddress:  ":8081",
+		Common:                  command.NewCommon(50, 100),
 		LeaderElect:             true,
 		LeaderElectionNamespace: "karmada-system",
 		LeaderElectionID:        "karmada-quota-controller",
@@ -45,18 +40,13 @@ func NewOptions() *Options {
 		ResyncPeriod:            5 * time.Minute,
 		Workers:                 4,
 		RequeueCooldown:         30 * time.Second,
-		KubeAPIQPS:              50,
-		KubeAPIBurst:            100,
-		GracefulShutdownTimeout: 30 * time.Second,
 	}
 }
 
 // AddFlags binds the options to fs. The leader election flags carry the names Kubernetes and Karmada components
 // use, so an operator's habits carry over.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the karmada-apiserver. Empty: in-cluster config or $KUBECONFIG.")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
-	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
+	o.Common.AddFlags(fs, "reconciles")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Elect one active replica. Two controllers writing the same quota status would only fight over it; keep this on whenever more than one replica runs.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-resource-namespace", o.LeaderElectionNamespace,
@@ -74,10 +64,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "How many quotas are reconciled at once.")
 	fs.DurationVar(&o.RequeueCooldown, "requeue-cooldown", o.RequeueCooldown,
 		"How long a binding waiting with QuotaExceeded is left alone after the controller requeued it, so that a run of usage drops does not requeue the same bindings again and again (a requeue storm on the scheduler). 0 disables it.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained queries per second to the karmada-apiserver.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the karmada-apiserver.")
-	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
-		"How long in-flight reconciles may take to finish on shutdown.")
 }
 
 // ControllerOptions are the options the quota controller itself takes. It is the one place they are derived from
@@ -101,15 +87,7 @@ func (o *Options) Validate() error {
 	if err := o.ControllerOptions().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.KubeAPIQPS <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS))
-	}
-	if o.KubeAPIBurst <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-burst must be positive, got %d", o.KubeAPIBurst))
-	}
-	if o.GracefulShutdownTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--graceful-shutdown-timeout must be positive, got %s", o.GracefulShutdownTimeout))
-	}
+	errs = append(errs, o.Common.Validate()...)
 	return errors.Join(errs...)
 }
 

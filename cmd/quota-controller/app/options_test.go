@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 	"github.com/spf13/pflag"
 	"k8s.io/utils/clock"
 
@@ -158,9 +160,14 @@ func TestOptionsAddFlags(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := &Options{
-		Kubeconfig:              "/etc/karmada/karmada.config",
-		MetricsBindAddress:      "0",
-		HealthProbeBindAddress:  ":9081",
+		Common: command.Common{
+			Kubeconfig:              "/etc/karmada/karmada.config",
+			MetricsBindAddress:      "0",
+			HealthProbeBindAddress:  ":9081",
+			KubeAPIQPS:              20.5,
+			KubeAPIBurst:            40,
+			GracefulShutdownTimeout: 45 * time.Second,
+		},
 		LeaderElect:             false,
 		LeaderElectionNamespace: "quota-system",
 		LeaderElectionID:        "quota-leader",
@@ -170,9 +177,6 @@ func TestOptionsAddFlags(t *testing.T) {
 		ResyncPeriod:            10 * time.Minute,
 		Workers:                 8,
 		RequeueCooldown:         time.Minute,
-		KubeAPIQPS:              20.5,
-		KubeAPIBurst:            40,
-		GracefulShutdownTimeout: 45 * time.Second,
 	}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("options after parsing (-want +got):\n%s", diff)

@@ -39,9 +39,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	ctrl.SetLogger(klog.NewKlogr())
 	log := klog.FromContext(ctx)
 
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
-	cfg.UserAgent = "karmada-quota-controller"
+	cfg = opts.ClientConfig(cfg, "karmada-quota-controller")
 
 	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
 	shutdown := opts.GracefulShutdownTimeout

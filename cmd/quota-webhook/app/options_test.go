@@ -52,6 +52,10 @@ func TestOptionsValidate(t *testing.T) {
 			modify:   func(o *Options) { o.Port = 65536 },
 			wantErrs: []string{"--port must be between 1 and 65535, got 65536"},
 		},
+		"no time to drain on shutdown": {
+			modify:   func(o *Options) { o.GracefulShutdownTimeout = 0 },
+			wantErrs: []string{"--graceful-shutdown-timeout must be positive, got 0s"},
+		},
 		"client rate limits and cert dir": {
 			modify: func(o *Options) {
 				o.KubeAPIQPS = 0

@@ -32,9 +32,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	ctrl.SetLogger(klog.NewKlogr())
 	log := klog.FromContext(ctx)
 
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
-	cfg.UserAgent = "karmada-quota-webhook"
+	cfg = opts.ClientConfig(cfg, "karmada-quota-webhook")
 
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
