@@ -41,6 +41,15 @@ LOCAL_KARMADA_TOOLS := $(ETCD_BIN)/etcd \
 	$(addprefix $(KARMADA_BIN)/,karmada-aggregated-apiserver karmada-controller-manager karmada-scheduler karmada-webhook karmadactl) \
 	$(KWOK_BIN)/kwok
 
+# KWOK's node and pod lifecycles, from its module's kustomize/stage: without stages KWOK refuses to start.
+KWOK_STAGES := $(KWOK_BIN)/stages.yaml
+KWOK_STAGE_FILES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+	pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+
+# The local Karmada of `make up`: its folder, and where its binaries are looked up (first match wins).
+LOCAL_KARMADA_DIR ?= $(CURDIR)/.local/karmada
+LOCAL_KARMADA_TOOL_PATH := $(BIN):$(ETCD_BIN):$(KUBE_BIN):$(KARMADA_BIN):$(KWOK_BIN)
+
 GO_TEST_FLAGS ?=
 
 ##@ General
@@ -57,15 +66,31 @@ help: ## Show this help.
 build: ## Build the binaries into ./bin.
 	go build -o $(BIN)/ ./cmd/...
 
+.PHONY: up
+up: build local-karmada-tools ## Start a local Karmada with 2 member clusters and karmada-quota installed (no Docker).
+	ln -sf $(KARMADA_BIN)/karmadactl $(BIN)/karmadactl
+	go run ./hack/local-karmada up --dir $(LOCAL_KARMADA_DIR) --tool-path $(LOCAL_KARMADA_TOOL_PATH) --kwok-stages $(KWOK_STAGES)
+
+.PHONY: down
+down: ## Stop everything `make up` started and remove its data (logs stay in .local/karmada/logs).
+	go run ./hack/local-karmada down --dir $(LOCAL_KARMADA_DIR)
+
+.PHONY: demo
+demo: up ## Walk through the quota user stories on the local Karmada, narrated.
+	go run ./hack/demo --dir $(LOCAL_KARMADA_DIR) --karmadactl $(KARMADA_BIN)/karmadactl
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions and CRD manifests.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=deploy/crds
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... output:rbac:artifacts:config=deploy/rbac/webhook
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./cmd/quota-controller/... \
+		output:rbac:artifacts:config=deploy/rbac/controller
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale or go.mod is untidy.
 	go mod tidy
-	@paths="pkg/apis deploy/crds go.mod go.sum"; \
+	@paths="pkg/apis deploy/crds deploy/rbac go.mod go.sum"; \
 	untracked=$$(git ls-files --others --exclude-standard -- $$paths); \
 	if ! git diff --quiet -- $$paths || [ -n "$$untracked" ]; then \
 		echo "generated files or go.mod are stale: run 'make generate' and 'go mod tidy', and commit:"; \
@@ -79,7 +104,7 @@ lint: ## Run go vet and check formatting.
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-integration ## Run every test: verify, lint, unit, integration.
+test: verify lint test-unit test-integration test-e2e ## Run every test: verify, lint, unit, integration, e2e.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (pure logic, fuzz seed corpora included).
@@ -91,9 +116,25 @@ test-unit: ## Unit tests (pure logic, fuzz seed corpora included).
 test-integration: envtest-assets ## Integration tests against a real etcd + kube-apiserver.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) -race -count=1 -p 1 -timeout 20m ./test/integration/...
 
+.PHONY: test-e2e
+# The suite starts its own local Karmada in a temporary folder and stops it; LOCAL_KARMADA_DIR=<folder of a
+# running `make up`> runs it against that one instead.
+test-e2e: build local-karmada-tools ## End-to-end tests on a local Karmada with member clusters.
+	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
+		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color
+
 .PHONY: bench
-bench: ## Go benchmarks (speed and memory targets live here, never in tests).
+# Then the side-by-side admission benchmark (test/bench): no quota webhook, karmada-quota, and Karmada's
+# FederatedResourceQuota enforcement on one fresh kube-apiserver, written to docs/performance.md. BENCH_FLAGS
+# passes harness flags (`go run ./test/bench --help`).
+bench: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(KARMADA_BIN)/karmada-webhook $(KARMADA_BIN)/karmada-controller-manager ## Go benchmarks, then karmada-quota vs Karmada FRQ vs no webhook (docs/performance.md).
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KARMADA_BIN=$(KARMADA_BIN) go run ./test/bench --out docs/performance.md \
+		--command 'make bench$(if $(BENCH_FLAGS), BENCH_FLAGS="$(BENCH_FLAGS)")' $(BENCH_FLAGS)
+
+.PHONY: test-bench
+test-bench: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(KARMADA_BIN)/karmada-webhook $(KARMADA_BIN)/karmada-controller-manager ## The side-by-side benchmark at a tiny size, asserting correctness only.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KARMADA_BIN=$(KARMADA_BIN) go test $(GO_TEST_FLAGS) -count=1 -timeout 15m ./test/bench/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the usage arithmetic for FUZZTIME (default 1m).
@@ -117,7 +158,7 @@ $(KUBE_BIN)/%:
 	mv $@.tmp $@
 
 .PHONY: local-karmada-tools
-local-karmada-tools: $(LOCAL_KARMADA_TOOLS) ## Build the binaries of a local Karmada and its member clusters.
+local-karmada-tools: $(LOCAL_KARMADA_TOOLS) $(KWOK_STAGES) ## Build the binaries of a local Karmada and its member clusters.
 
 $(KARMADA_BIN)/karmadactl:
 	mkdir -p $(@D)
@@ -132,6 +173,12 @@ $(KARMADA_BIN)/karmada-%:
 $(KWOK_BIN)/kwok:
 	mkdir -p $(@D)
 	cd hack/tools/kwok && go build -trimpath -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
+	mv $@.tmp $@
+
+$(KWOK_STAGES): hack/tools/kwok/go.mod
+	mkdir -p $(@D)
+	dir=$$(cd hack/tools/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
+	for f in $(KWOK_STAGE_FILES); do echo '---'; cat "$$dir/kustomize/stage/$$f"; done > $@.tmp
 	mv $@.tmp $@
 
 $(ETCD_BIN)/etcd:

@@ -32,6 +32,11 @@ type Options struct {
 	Clock           clock.PassiveClock
 }
 
+// What the webhook needs in the karmada-apiserver; `make generate` writes it to deploy/rbac/webhook.
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
+
 // Setup registers both webhooks with the manager's webhook server. The manager's cache says which quotas a
 // namespace has; their state is read past it (see Admitter).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {

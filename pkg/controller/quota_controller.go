@@ -113,6 +113,13 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 		if gen, ok := count.generations[res.Owner.UID]; ok && gen >= res.Generation {
 			return true
 		}
+		// Another binding holds the name: this one's create lost to AlreadyExists after admission (Karmada's
+		// detector races itself creating a binding), or it was deleted and the name reused. Either way it uses
+		// nothing now, and it never will while the name is taken; waiting for the expiry would hold the
+		// reservation, a whole object count on a tight quota, for minutes.
+		if uid, ok := count.owners[res.Owner.Name]; ok && uid != res.Owner.UID {
+			return true
+		}
 		if r.deleted.has(res.Owner.UID) {
 			return true
 		}
@@ -179,7 +186,9 @@ type counted struct {
 	clusters map[string]resources.List
 	// generations is the observed generation of every binding, by UID.
 	generations map[types.UID]int64
-	malformed   []malformed
+	// owners is the UID of the binding holding each name.
+	owners    map[string]types.UID
+	malformed []malformed
 }
 
 type malformed struct {
@@ -189,10 +198,12 @@ type malformed struct {
 
 // countUsage sums what the bindings use that the quota counts, total and per member cluster.
 func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) counted {
-	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, generations: make(map[types.UID]int64, len(bindings))}
+	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, generations: make(map[types.UID]int64, len(bindings)),
+		owners: make(map[string]types.UID, len(bindings))}
 	for i := range bindings {
 		rb := &bindings[i]
 		c.generations[rb.UID] = rb.Generation
+		c.owners[rb.Name] = rb.UID
 		u, err := usage.Of(rb)
 		if err != nil {
 			c.malformed = append(c.malformed, malformed{name: rb.Name, err: err})

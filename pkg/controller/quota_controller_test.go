@@ -424,6 +424,10 @@ func TestReconcileSettlesReservations(t *testing.T) {
 			deleted:      []types.UID{ghost.Obj().UID},
 			wantSettled:  1,
 		},
+		"dropped: another binding holds the name (its create lost to AlreadyExists)": {
+			reservations: []reservation{{web.Clone().UID("uid-lost-create").Generation(1).Obj(), 1, later}},
+			wantSettled:  1,
+		},
 		"dropped: expired without the write being observed": {
 			reservations: []reservation{{ghost.Obj(), 1, t0.Add(-time.Second)}},
 			wantExpired:  1,

@@ -54,6 +54,14 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// What the controller needs in the karmada-apiserver; `make generate` writes it to deploy/rbac/controller.
+// Bindings are patched to requeue them; events go to quotas through both event APIs client-go may use.
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Setup registers the quota controller with the manager. It returns the name of what failed, as Kueue's
 // SetupControllers does, so the caller's log says which part could not start.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) {
@@ -109,9 +117,11 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
-		// The webhook writes reservations into status all the time; those need no recount. Spec changes do, and
-		// status changed by anyone else is repaired at the next resync.
-		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The webhook writes reservations into status all the time; those need no recount, except one that is
+		// settleable the moment it lands (see settleableReservation). Spec changes do, and status changed by
+		// anyone else is repaired at the next resync.
+		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, settleableReservation(mgr.GetClient())))).
 		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
 		// change what a binding uses.
 		Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(quotasOf(mgr.GetClient())),

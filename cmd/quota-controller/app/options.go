@@ -27,6 +27,10 @@ type Options struct {
 	RequeueCooldown         time.Duration
 }
 
+// The leader election Lease lives in the default --leader-elect-resource-namespace; an install that moves it
+// must grant the same there.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=karmada-system,resources=leases,verbs=get;create;update
+
 // NewOptions returns the defaults. The lease timings are Kubernetes' own controller defaults.
 func NewOptions() *Options {
 	return &Options{

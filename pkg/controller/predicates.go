@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"context"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+)
+
+// settleableReservation passes a quota status write that adds a reservation the controller can settle at once:
+// its binding is already observed at the reserved generation or later, or its name is held by another binding.
+//
+// This happens when an admitted write loses a race after admission: a requeue (or any other spec write) lands
+// first, the apiserver re-runs admission for its retry under a new generation, and the first attempt's
+// reservation arrives after the controller recounted for that binding's event. No binding event follows,
+// because every later placement is refused on that very reservation; without this, it would hold the quota until
+// it expires. Other status writes, the webhook's reservations for writes still in flight, pass nothing: they are
+// settled by the binding event their write causes.
+func settleableReservation(bindings client.Reader) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldQuota, ok1 := e.ObjectOld.(*quotav1alpha1.KarmadaQuota)
+			newQuota, ok2 := e.ObjectNew.(*quotav1alpha1.KarmadaQuota)
+			if !ok1 || !ok2 {
+				return false
+			}
+			seen := make(map[reservationKey]bool, len(oldQuota.Status.Reservations))
+			for _, r := range oldQuota.Status.Reservations {
+				seen[keyOf(r)] = true
+			}
+			for _, r := range newQuota.Status.Reservations {
+				if seen[keyOf(r)] {
+					continue
+				}
+				var rb workv1alpha2.ResourceBinding
+				err := bindings.Get(context.Background(), client.ObjectKey{Namespace: newQuota.Namespace, Name: r.ReservedBy.Name}, &rb)
+				if err != nil {
+					continue // not observed yet: its own event will settle it
+				}
+				if rb.UID != r.ReservedBy.UID || rb.Generation >= r.Generation {
+					return true
+				}
+			}
+			return false
+		},
+	}
+}
+
+type reservationKey struct {
+	uid        types.UID
+	generation int64
+}
+
+func keyOf(r quotav1alpha1.Reservation) reservationKey {
+	return reservationKey{uid: r.ReservedBy.UID, generation: r.Generation}
+}

@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"testing"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+)
+
+func TestSettleableReservation(t *testing.T) {
+	// web is observed at generation 3.
+	observed := utiltesting.MakeBinding(ns, "web").Generation(3)
+	web := observed.Obj()
+	replaced := observed.Clone().UID("uid-an-earlier-create").Obj()
+	unseen := utiltesting.MakeBinding(ns, "unseen").Obj()
+	base := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	reserve := func(rb *workv1alpha2.ResourceBinding, generation int64) *utiltesting.QuotaWrapper {
+		return base.Clone().Reservation(rb, generation, list("cpu", "1"), t0)
+	}
+	bindings := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(web).Build()
+
+	cases := map[string]struct {
+		oldQuota, newQuota *utiltesting.QuotaWrapper
+		want               bool
+	}{
+		"a new reservation whose binding is observed at its generation": {
+			oldQuota: base, newQuota: reserve(web, 3), want: true,
+		},
+		"a new reservation whose binding is observed at a later generation": {
+			oldQuota: base, newQuota: reserve(web, 2), want: true,
+		},
+		"a new reservation for a binding whose name another binding holds": {
+			oldQuota: base, newQuota: reserve(replaced, 1), want: true,
+		},
+		"a new reservation for a write still in flight": {
+			oldQuota: base, newQuota: reserve(web, 4),
+		},
+		"a new reservation for a binding not observed yet": {
+			oldQuota: base, newQuota: reserve(unseen, 1),
+		},
+		"a reservation already there: the last recount saw it": {
+			oldQuota: reserve(web, 3), newQuota: reserve(web, 3),
+		},
+		"a reservation removed": {
+			oldQuota: reserve(web, 3), newQuota: base,
+		},
+	}
+	p := settleableReservation(bindings)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := p.Update(event.UpdateEvent{ObjectOld: tc.oldQuota.Obj(), ObjectNew: tc.newQuota.Obj()})
+			if got != tc.want {
+				t.Errorf("Update() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	if p.Create(event.CreateEvent{Object: base.Obj()}) {
+		t.Error("a create passed: the generation predicate is the one that handles creates")
+	}
+	if p.Update(event.UpdateEvent{ObjectOld: web, ObjectNew: web}) {
+		t.Error("a binding update passed a quota predicate")
+	}
+}
