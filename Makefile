@@ -177,6 +177,7 @@ $(KWOK_BIN)/kwok:
 
 $(KWOK_STAGES): hack/tools/kwok/go.mod
 	mkdir -p $(@D)
+	cd hack/tools/kwok && go mod download sigs.k8s.io/kwok
 	dir=$$(cd hack/tools/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
 	for f in $(KWOK_STAGE_FILES); do echo '---'; cat "$$dir/kustomize/stage/$$f"; done > $@.tmp
 	mv $@.tmp $@
