@@ -15,9 +15,16 @@ import (
 // Scheme knows every type karmada-quota reads or writes.
 var Scheme = runtime.NewScheme()
 
+var builder = runtime.NewSchemeBuilder(
+	clientgoscheme.AddToScheme,
+	workv1alpha2.AddToScheme,
+	policyv1alpha1.AddToScheme,
+	quotav1alpha1.AddToScheme,
+)
+
+// AddToScheme adds those types to another scheme, for tools that know more types besides.
+var AddToScheme = builder.AddToScheme
+
 func init() {
-	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
-	utilruntime.Must(workv1alpha2.AddToScheme(Scheme))
-	utilruntime.Must(policyv1alpha1.AddToScheme(Scheme))
-	utilruntime.Must(quotav1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(AddToScheme(Scheme))
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -258,6 +259,23 @@ func runningRequests(g Gomega, ns string) map[string]resources.List {
 		out[name] = sum
 	}
 	return out
+}
+
+// expectInEveryMember waits until every member cluster holds exactly the named objects of a kind in the
+// namespace: what Karmada propagated there, read from the members' own apiservers.
+func expectInEveryMember(ns string, list client.ObjectList, names ...string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for member, c := range members {
+			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			var got []string
+			g.Expect(meta.EachListItem(list, func(obj runtime.Object) error {
+				got = append(got, obj.(client.Object).GetName())
+				return nil
+			})).To(Succeed())
+			g.Expect(got).To(ConsistOf(names), "%T in %s", list, member)
+		}
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }
 
 // clusterUsage is status.clusters in accounting units, every member present.

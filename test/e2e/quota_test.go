@@ -208,32 +208,12 @@ var _ = Describe("Object-count quotas", func() {
 				}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 			}
 		}
-		Eventually(func(g Gomega) {
-			for name, member := range members {
-				var services corev1.ServiceList
-				g.Expect(member.List(ctx, &services, client.InNamespace(ns))).To(Succeed())
-				var names []string
-				for _, s := range services.Items {
-					names = append(names, s.Name)
-				}
-				g.Expect(names).To(ConsistOf("first"), "services in %s", name)
-			}
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectInEveryMember(ns, &corev1.ServiceList{}, "first")
 		_, err = binding(ns, "second", "Service")
 		Expect(err).To(HaveOccurred(), "the second Service must have no binding")
 
 		By("the members run exactly the two admitted Deployments")
-		Eventually(func(g Gomega) {
-			for name, member := range members {
-				var deployments appsv1.DeploymentList
-				g.Expect(member.List(ctx, &deployments, client.InNamespace(ns))).To(Succeed())
-				var names []string
-				for _, d := range deployments.Items {
-					names = append(names, d.Name)
-				}
-				g.Expect(names).To(ConsistOf("one", "two"), "deployments in %s", name)
-			}
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectInEveryMember(ns, &appsv1.DeploymentList{}, "one", "two")
 		Expect(canonical(expectSettled(ns, "objects").Used)).To(Equal(resources.List{"count/deployments.apps": 2, "count/services": 1}))
 	})
 })
