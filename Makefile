@@ -104,7 +104,7 @@ lint: ## Run go vet and check formatting.
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-integration test-e2e ## Run every test: verify, lint, unit, integration, e2e.
+test: verify lint test-unit test-integration test-e2e test-bench ## Run every test: verify, lint, unit, integration, e2e, the benchmark harness at a tiny size.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (pure logic, fuzz seed corpora included).

@@ -1,0 +1,149 @@
+// Package audit checks what a quota system did against the truth: the usage of the bindings actually stored,
+// summed with pkg/usage (the same function for both quota APIs; for single-template bindings it agrees with
+// Karmada's helper.CalculateResourceUsage). Over-admission is stored usage beyond hard; drift is what a quota's
+// status says is used minus that true sum.
+package audit
+
+import (
+	"context"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/systems"
+)
+
+// CPU is the resource the report counts in; memory is limited in the same proportion (workload.Hard) and
+// checked alike.
+const CPU corev1.ResourceName = "requests.cpu"
+
+// Result is the audit of one workload's namespaces.
+type Result struct {
+	// Admitted and Hard sum CPU over the namespaces, in milli-cores.
+	Admitted, Hard int64
+	// Over is stored usage beyond hard, summed over namespaces (milli-cores); OverQuotas counts the quotas
+	// exceeded in any resource.
+	Over       int64
+	OverQuotas int
+	// DriftUp is CPU a status claims used beyond the truth (blocks admissions that fit); DriftDown is true usage
+	// a status misses (lets admissions past hard). DriftQuotas counts quotas whose status is off in any
+	// resource.
+	DriftUp, DriftDown int64
+	DriftQuotas        int
+	// Pending is CPU admitted but not yet observed (karmada-quota's reservations) left in the statuses.
+	Pending int64
+	Quotas  int
+}
+
+// Settled says whether every status is exact and nothing is pending.
+func (r Result) Settled() bool { return r.DriftQuotas == 0 && r.Pending == 0 }
+
+// True is the usage of namespace ns's stored bindings, read from the apiserver.
+func True(ctx context.Context, c client.Client, ns string) (resources.List, error) {
+	var list workv1alpha2.ResourceBindingList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	total := resources.List{}
+	for i := range list.Items {
+		u, err := usage.Of(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		total.Add(u.Charge(usage.Selector{}).Total)
+	}
+	return total, nil
+}
+
+// Audit compares every namespace's quota with its bindings. Without a quota system it only sums what was
+// admitted.
+func Audit(ctx context.Context, c client.Client, sys systems.System, namespaces []string) (Result, error) {
+	var r Result
+	for _, ns := range namespaces {
+		truth, err := True(ctx, c, ns)
+		if err != nil {
+			return r, err
+		}
+		r.Admitted += truth[CPU]
+		if !sys.Enforcing() {
+			continue
+		}
+		st, err := sys.Status(ctx, ns)
+		if err != nil {
+			return r, err
+		}
+		r.Quotas++
+		r.Hard += st.Hard[CPU]
+		over, drift := false, false
+		for name, hard := range st.Hard {
+			if truth[name] > hard {
+				over = true
+				if name == CPU {
+					r.Over += truth[name] - hard
+				}
+			}
+			d := st.Used[name] - truth[name]
+			if d != 0 {
+				drift = true
+			}
+			if name == CPU {
+				if d > 0 {
+					r.DriftUp += d
+				} else {
+					r.DriftDown -= d
+				}
+			}
+		}
+		if over {
+			r.OverQuotas++
+		}
+		if drift {
+			r.DriftQuotas++
+		}
+		r.Pending += st.Pending[CPU]
+	}
+	return r, nil
+}
+
+// Settling is how long the statuses took to become exact, and to have nothing pending.
+type Settling struct {
+	// Exact says every status's used equalled the truth before the timeout, ExactAfter when that was first seen.
+	Exact      bool
+	ExactAfter time.Duration
+	// Clear says nothing was pending either (karmada-quota's reservations all settled), ClearAfter when.
+	Clear      bool
+	ClearAfter time.Duration
+}
+
+// Settle waits, at most timeout, until every status is exact with nothing pending: the controllers have caught
+// up. A reservation for a write that failed after admission (the apiserver timed the webhook call out) is only
+// released when it expires, so nothing pending may take longer than the timeout; Settling says which held.
+func Settle(ctx context.Context, c client.Client, sys systems.System, namespaces []string, timeout time.Duration) (Settling, error) {
+	var s Settling
+	start := time.Now()
+	for {
+		r, err := Audit(ctx, c, sys, namespaces)
+		if err != nil {
+			return s, err
+		}
+		if r.DriftQuotas == 0 && !s.Exact {
+			s.Exact, s.ExactAfter = true, time.Since(start)
+		}
+		if r.Settled() {
+			s.Clear, s.ClearAfter = true, time.Since(start)
+			return s, nil
+		}
+		if time.Since(start) > timeout {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

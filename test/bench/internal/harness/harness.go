@@ -1,0 +1,350 @@
+// Package harness runs the side-by-side benchmark: one fresh control plane, then each configuration in turn
+// (started, warmed up, every workload prepared and measured, statuses settled and audited, stopped), each in
+// its own namespaces.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/audit"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/stats"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/systems"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+)
+
+// Configuration names, as --configs takes them.
+const (
+	ConfigNone         = "none"
+	ConfigKarmadaQuota = "karmada-quota"
+	ConfigFRQ          = "frq"
+)
+
+// AllConfigs is the order configurations run in.
+var AllConfigs = []string{ConfigNone, ConfigKarmadaQuota, ConfigFRQ}
+
+// Options are a run's settings.
+type Options struct {
+	Workload workload.Options
+	Configs  []string
+	// SettleTimeout bounds the wait for the quota controllers to make every status exact.
+	SettleTimeout time.Duration
+	// FRQSyncPeriod is karmada-controller-manager's --federated-resource-quota-sync-period; 0 keeps its default.
+	FRQSyncPeriod time.Duration
+	// KarmadaBin holds karmada-webhook and karmada-controller-manager.
+	KarmadaBin string
+	// QuotaWebhookArgs and FRQWebhookArgs are extra flags for quota-webhook and karmada-webhook, to study a
+	// setting; none by default, so each product runs as it ships.
+	QuotaWebhookArgs, FRQWebhookArgs []string
+	// WorkDir holds the kubeconfig, the built binaries and the components' logs (WorkDir/logs).
+	WorkDir string
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// Report is everything a run measured.
+type Report struct {
+	Options Options
+	Machine Machine
+	Started time.Time
+	Took    time.Duration
+	Configs []*ConfigResult
+	LogDir  string
+}
+
+// ConfigResult is one configuration's results.
+type ConfigResult struct {
+	Key, Name, Description string
+	Enforcing              bool
+	Workloads              []*WorkloadResult
+	// Settling says how long the statuses took to become exact after the last workload, and whether they did
+	// within the timeout.
+	Settling audit.Settling
+	// Err is why the configuration could not be measured, if it could not.
+	Err error
+}
+
+// WorkloadResult is one workload under one configuration.
+type WorkloadResult struct {
+	Name    string
+	Summary stats.Summary
+	Wall    time.Duration
+	// Audit compares the quotas with the stored bindings after settling.
+	Audit audit.Result
+	// CPU is the cores each process used during the timed writes, by role.
+	CPU      map[string]float64
+	Evidence []Evidence
+}
+
+// OpsPerSecond is placement writes completed per second of the timed phase, whatever their outcome.
+func (w *WorkloadResult) OpsPerSecond() float64 {
+	if w.Wall <= 0 {
+		return 0
+	}
+	return float64(w.Summary.Ops) / w.Wall.Seconds()
+}
+
+// DecidedPerSecond is writes per second that got an answer, admitted or refused by quota: the throughput a
+// scheduler sees, since a failed write (a webhook timeout, a 500) must be made again.
+func (w *WorkloadResult) DecidedPerSecond() float64 {
+	if w.Wall <= 0 {
+		return 0
+	}
+	return float64(w.Summary.Admitted+w.Summary.Denied) / w.Wall.Seconds()
+}
+
+// Run runs the benchmark. It always stops what it started, also when ctx is cancelled.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if len(opts.Configs) == 0 {
+		opts.Configs = AllConfigs
+	}
+	logDir := filepath.Join(opts.WorkDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	say := func(format string, args ...any) {
+		fmt.Fprintf(progress, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	report := &Report{Options: opts, Started: time.Now(), LogDir: logDir}
+
+	reg, err := proc.NewRegistry(opts.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Close()
+
+	var webhookBin, controllerBin string
+	if contains(opts.Configs, ConfigKarmadaQuota) {
+		say("building cmd/quota-webhook and cmd/quota-controller")
+		if webhookBin, controllerBin, err = buildQuotaBinaries(ctx, filepath.Join(opts.WorkDir, "bin")); err != nil {
+			return nil, err
+		}
+	}
+	if contains(opts.Configs, ConfigFRQ) {
+		for _, b := range []string{"karmada-webhook", "karmada-controller-manager"} {
+			if _, err := os.Stat(filepath.Join(opts.KarmadaBin, b)); err != nil {
+				return nil, fmt.Errorf("%s not found in %s: build it with `make %s/%s`", b, opts.KarmadaBin, opts.KarmadaBin, b)
+			}
+		}
+	}
+
+	say("starting etcd and kube-apiserver")
+	cp, err := controlplane.Start(ctx, reg, opts.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			say("stopping the control plane: %v", err)
+		}
+	}()
+	report.Machine = describeMachine(ctx, cp, opts.KarmadaBin)
+
+	env := systems.Env{CP: cp, Reg: reg, LogDir: logDir}
+	for _, key := range opts.Configs {
+		var sys systems.System
+		switch key {
+		case ConfigNone:
+			sys = systems.None{}
+		case ConfigKarmadaQuota:
+			sys = &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin, ExtraWebhookArgs: opts.QuotaWebhookArgs}
+		case ConfigFRQ:
+			sys = &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, ExtraWebhookArgs: opts.FRQWebhookArgs}
+		default:
+			return nil, fmt.Errorf("unknown configuration %q (want %s)", key, strings.Join(AllConfigs, ", "))
+		}
+		say("configuration %s: starting", sys.Name())
+		res := runConfig(ctx, cp, sys, key, opts, say)
+		report.Configs = append(report.Configs, res)
+		if res.Err != nil {
+			say("configuration %s failed: %v", sys.Name(), res.Err)
+		}
+		if ctx.Err() != nil {
+			return report, ctx.Err()
+		}
+	}
+	report.Took = time.Since(report.Started)
+	return report, nil
+}
+
+func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.System, key string, opts Options, say func(string, ...any)) (res *ConfigResult) {
+	res = &ConfigResult{Key: key, Name: sys.Name(), Enforcing: sys.Enforcing()}
+	defer func() {
+		// Stopping must not depend on the run's context: an interrupted run still unregisters and stops.
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := sys.Stop(stopCtx); err != nil {
+			res.Err = errors.Join(res.Err, fmt.Errorf("stopping: %w", err))
+		}
+		res.Description = sys.Describe()
+	}()
+	if err := sys.Start(ctx); err != nil {
+		res.Err = err
+		return res
+	}
+	var quotas workload.QuotaSystem
+	if sys.Enforcing() {
+		quotas = sys
+	}
+	if err := warmUp(ctx, cp.Client, sys, key); err != nil {
+		res.Err = fmt.Errorf("warming up: %w", err)
+		return res
+	}
+	// The recount controller must be seen working before its results are trusted.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return sys.ControllerWrote(ctx, key+"-warmup")
+	}); err != nil {
+		res.Err = fmt.Errorf("the quota controller never wrote the warm-up quota's status: %w", err)
+		return res
+	}
+	workloads := []workload.Workload{
+		workload.NewHot(cp.Client, quotas, key, opts.Workload),
+		workload.NewSpread(cp.Client, quotas, key, opts.Workload),
+		workload.NewStorm(cp.Client, quotas, key, opts.Workload),
+	}
+	var all []string
+	for _, w := range workloads {
+		say("configuration %s: preparing %s", sys.Name(), w.Name())
+		if err := w.Prepare(ctx); err != nil {
+			res.Err = fmt.Errorf("preparing %s: %w", w.Name(), err)
+			return res
+		}
+		if err := processesAlive(sys); err != nil {
+			res.Err = err
+			return res
+		}
+		say("configuration %s: running %s", sys.Name(), w.Name())
+		before := snapshot(ctx, cp, sys, true)
+		summary, wall, err := w.Run(ctx)
+		after := snapshot(ctx, cp, sys, false)
+		if err != nil {
+			res.Err = fmt.Errorf("running %s: %w", w.Name(), err)
+			return res
+		}
+		wr := &WorkloadResult{Name: w.Name(), Summary: summary, Wall: wall, CPU: cpuCores(before, after, wall), Evidence: evidence(sys, before, after, wall)}
+		say("configuration %s: %s: %d writes in %s (%.0f/s), p50 %s, p99 %s, %d admitted, %d QuotaExceeded, %d failed",
+			sys.Name(), w.Name(), summary.Ops, wall.Round(time.Millisecond), wr.OpsPerSecond(), summary.P50.Round(100*time.Microsecond),
+			summary.P99.Round(100*time.Microsecond), summary.Admitted, summary.Denied, summary.Failed())
+		res.Workloads = append(res.Workloads, wr)
+		all = append(all, w.Namespaces()...)
+	}
+	if sys.Enforcing() {
+		say("configuration %s: waiting up to %s for the statuses to settle", sys.Name(), opts.SettleTimeout)
+		var err error
+		if res.Settling, err = audit.Settle(ctx, cp.Client, sys, all, opts.SettleTimeout); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	for i, w := range workloads {
+		r, err := audit.Audit(ctx, cp.Client, sys, w.Namespaces())
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		res.Workloads[i].Audit = r
+	}
+	if err := processesAlive(sys); err != nil {
+		res.Err = err
+	}
+	return res
+}
+
+// warmUp makes sure the configuration's webhook is the one the apiserver calls, and that the caches behind it
+// are filled, before anything is measured: in namespace key-warmup, a placement past the quota must be refused
+// (the apiserver picks up a new webhook configuration asynchronously) and one within it admitted. Without a
+// quota system a placement is simply written.
+func warmUp(ctx context.Context, c client.Client, sys systems.System, key string) error {
+	ns := key + "-warmup"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	rb := &workv1alpha2.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "warmup"},
+		Spec: workv1alpha2.ResourceBindingSpec{
+			Resource: workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "warmup"},
+			Replicas: 4,
+			ReplicaRequirements: &workv1alpha2.ReplicaRequirements{
+				ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: workload.ReplicaCPU, corev1.ResourceMemory: workload.ReplicaMemory},
+			},
+		},
+	}
+	if sys.Enforcing() {
+		if err := sys.CreateQuota(ctx, ns, workload.Hard(2*workload.ReplicaCPU.MilliValue())); err != nil {
+			return err
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Create(ctx, rb)
+		if apierrors.IsAlreadyExists(err) {
+			return true, c.Get(ctx, client.ObjectKeyFromObject(rb), rb)
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("creating the warm-up binding: %w", err)
+	}
+	if !sys.Enforcing() {
+		return workload.Place(ctx, c, rb, workload.Divide(2))
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = workload.Place(ctx, c, rb.DeepCopy(), workload.Divide(4))
+		return stats.Classify(last) == stats.QuotaExceeded, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the webhook never refused a placement past the quota (last answer: %v)", last)
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = workload.Place(ctx, c, rb.DeepCopy(), workload.Divide(2))
+		return last == nil, nil
+	})
+}
+
+func processesAlive(sys systems.System) error {
+	for _, c := range sys.Processes() {
+		if exited, err := c.Proc.Exited(); exited {
+			return fmt.Errorf("%s exited during the run: %v (see its log)", c.Proc.Name, err)
+		}
+	}
+	return nil
+}
+
+func buildQuotaBinaries(ctx context.Context, dir string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./cmd/quota-webhook", "./cmd/quota-controller")
+	cmd.Dir = framework.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("building the quota binaries: %w: %s", err, out)
+	}
+	return filepath.Join(dir, "quota-webhook"), filepath.Join(dir, "quota-controller"), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

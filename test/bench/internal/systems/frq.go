@@ -1,0 +1,214 @@
+package systems
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// frqConfigurationName names the registration of Karmada's ResourceBinding webhook.
+const frqConfigurationName = "karmada-frq-bench"
+
+// FRQ is Karmada's own quota enforcement: karmada-webhook with the FederatedQuotaEnforcement feature gate,
+// registered for ResourceBindings exactly as artifacts/deploy/webhook-configuration.yaml registers it, and
+// karmada-controller-manager running only the federated-resource-quota controllers that work without member
+// clusters. Both run with Karmada's default flags otherwise.
+type FRQ struct {
+	Env
+	// Bin is the folder holding karmada-webhook and karmada-controller-manager.
+	Bin string
+	// SyncPeriod is karmada-controller-manager's --federated-resource-quota-sync-period: how often it recounts
+	// every FRQ from the bindings. Zero keeps Karmada's default (5m).
+	SyncPeriod time.Duration
+	// Controllers are the karmada-controller-manager controllers enabled.
+	Controllers []string
+	// ExtraWebhookArgs are appended to karmada-webhook's flags (to study a setting; none by default).
+	ExtraWebhookArgs []string
+
+	components  []*Component
+	certCleanup func()
+	registered  bool
+}
+
+// FRQControllers are the controllers run by default. federatedResourceQuotaEnforcement is the recount that
+// FederatedQuotaEnforcement relies on (it writes status.overall and status.overallUsed); the Sync and Status
+// controllers split FRQs into per-cluster ResourceQuotas through Works and aggregate them back, so they need
+// Cluster objects, which only karmada-aggregated-apiserver serves.
+var FRQControllers = []string{"federatedResourceQuotaEnforcement"}
+
+// Name implements System.
+func (*FRQ) Name() string { return "Karmada FRQ" }
+
+// Enforcing implements System.
+func (*FRQ) Enforcing() bool { return true }
+
+// Start implements System.
+func (f *FRQ) Start(ctx context.Context) error {
+	if len(f.Controllers) == 0 {
+		f.Controllers = FRQControllers
+	}
+	webhookBin, cmBin := f.Bin+"/karmada-webhook", f.Bin+"/karmada-controller-manager"
+	certDir, ca, cleanup, err := servingCerts()
+	if err != nil {
+		return err
+	}
+	f.certCleanup = cleanup
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	webhookMetrics, err1 := freeAddr()
+	webhookHealth, err2 := freeAddr()
+	cmMetrics, err3 := freeAddr()
+	cmHealth, err4 := freeAddr()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	const gate = "--feature-gates=FederatedQuotaEnforcement=true"
+	webhookArgs := append([]string{
+		"--kubeconfig", f.CP.Kubeconfig,
+		"--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(port),
+		"--cert-dir", certDir, // tls.crt and tls.key, its default file names
+		"--metrics-bind-address", webhookMetrics,
+		"--health-probe-bind-address", webhookHealth,
+		gate,
+	}, f.ExtraWebhookArgs...)
+	webhook, err := f.Reg.Start("karmada-webhook", f.LogDir, webhookBin, webhookArgs...)
+	if err != nil {
+		return err
+	}
+	f.components = append(f.components, &Component{Role: "webhook", Proc: webhook, MetricsAddr: webhookMetrics})
+	cmArgs := []string{
+		"--kubeconfig", f.CP.Kubeconfig,
+		"--controllers", strings.Join(f.Controllers, ","),
+		"--metrics-bind-address", cmMetrics,
+		"--health-probe-bind-address", cmHealth,
+		gate,
+	}
+	if f.SyncPeriod > 0 {
+		cmArgs = append(cmArgs, "--federated-resource-quota-sync-period", f.SyncPeriod.String())
+	}
+	cm, err := f.Reg.Start("karmada-controller-manager", f.LogDir, cmBin, cmArgs...)
+	if err != nil {
+		return err
+	}
+	f.components = append(f.components, &Component{Role: "controller", Proc: cm, MetricsAddr: cmMetrics})
+
+	if err := waitServing(ctx, webhook, fmt.Sprintf("127.0.0.1:%d", port), ca); err != nil {
+		return fmt.Errorf("karmada-webhook never served: %w", err)
+	}
+	if err := waitHealthy(ctx, cm, "http://"+cmHealth+"/healthz"); err != nil {
+		return fmt.Errorf("karmada-controller-manager never became healthy: %w", err)
+	}
+	if err := f.CP.Client.Create(ctx, frqWebhookConfiguration(fmt.Sprintf("https://127.0.0.1:%d", port), ca)); err != nil {
+		return fmt.Errorf("registering karmada-webhook: %w", err)
+	}
+	f.registered = true
+	return nil
+}
+
+// frqWebhookConfiguration is Karmada's registration of its ResourceBinding validation
+// (artifacts/deploy/webhook-configuration.yaml, webhook resourcebinding.karmada.io), reached by URL. Karmada
+// also registers a mutating webhook on ResourceBinding CREATE that adds a permanent-id label; it has nothing to
+// do with quota and a Karmada installation runs it whichever quota system is used, so no configuration here
+// registers it.
+func frqWebhookConfiguration(baseURL string, ca []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	namespaced := admissionregistrationv1.NamespacedScope
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: frqConfigurationName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "resourcebinding.karmada.io",
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{"work.karmada.io"}, APIVersions: []string{"*"},
+					Resources: []string{"resourcebindings"}, Scope: &namespaced,
+				},
+			}},
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(baseURL + "/validate-resourcebinding"), CABundle: ca},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](3),
+		}},
+	}
+}
+
+// CreateQuota implements System: an FRQ with spec.overall only, which is what FederatedQuotaEnforcement
+// enforces.
+func (f *FRQ) CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error {
+	return f.CP.Client.Create(ctx, &policyv1alpha1.FederatedResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: QuotaName},
+		Spec:       policyv1alpha1.FederatedResourceQuotaSpec{Overall: hard},
+	})
+}
+
+// Status implements System: status.overallUsed, which the webhook charges at admission and the enforcement
+// controller recounts.
+func (f *FRQ) Status(ctx context.Context, ns string) (Status, error) {
+	var q policyv1alpha1.FederatedResourceQuota
+	if err := f.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
+		return Status{}, err
+	}
+	return Status{Hard: canonical(q.Spec.Overall), Used: canonical(q.Status.OverallUsed)}, nil
+}
+
+// ControllerWrote implements System: the enforcement controller copies spec.overall into status.overall; the
+// webhook only ever writes status.overallUsed.
+func (f *FRQ) ControllerWrote(ctx context.Context, ns string) (bool, error) {
+	var q policyv1alpha1.FederatedResourceQuota
+	if err := f.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
+		return false, err
+	}
+	return len(q.Status.Overall) > 0, nil
+}
+
+// Processes implements System.
+func (f *FRQ) Processes() []*Component { return f.components }
+
+// Stop implements System.
+func (f *FRQ) Stop(ctx context.Context) error {
+	var errs []error
+	if f.registered {
+		conf := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: frqConfigurationName}}
+		if err := f.CP.Client.Delete(ctx, conf); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range f.components {
+		c.Proc.Stop(10 * time.Second)
+	}
+	if f.certCleanup != nil {
+		f.certCleanup()
+	}
+	return errors.Join(errs...)
+}
+
+// Describe implements System.
+func (f *FRQ) Describe() string {
+	sync := "its default --federated-resource-quota-sync-period (5m)"
+	if f.SyncPeriod > 0 {
+		sync = "--federated-resource-quota-sync-period=" + f.SyncPeriod.String()
+	}
+	extra := ""
+	if len(f.ExtraWebhookArgs) > 0 {
+		extra = " Extra webhook flags: `" + strings.Join(f.ExtraWebhookArgs, " ") + "`."
+	}
+	return fmt.Sprintf("karmada-webhook and karmada-controller-manager built from github.com/karmada-io/karmada, "+
+		"both with `--feature-gates=FederatedQuotaEnforcement=true` and default flags otherwise (client QPS 40/burst 60); "+
+		"the webhook registered as Karmada registers `resourcebinding.karmada.io` (failurePolicy Fail, sideEffects "+
+		"NoneOnDryRun, timeoutSeconds 3); the controller manager with `--controllers=%s` and %s; one "+
+		"`FederatedResourceQuota` with `spec.overall` per namespace.%s", strings.Join(f.Controllers, ","), sync, extra)
+}

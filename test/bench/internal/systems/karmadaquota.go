@@ -1,0 +1,158 @@
+package systems
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+)
+
+// KarmadaQuota is karmada-quota as it ships: quota-webhook and quota-controller with their default flags (one
+// replica each), registered with the production ValidatingWebhookConfiguration.
+type KarmadaQuota struct {
+	Env
+	// WebhookBin and ControllerBin are the built cmd/quota-webhook and cmd/quota-controller.
+	WebhookBin, ControllerBin string
+	// ExtraWebhookArgs are appended to the webhook's flags (to study a setting; none by default).
+	ExtraWebhookArgs []string
+
+	components  []*Component
+	certCleanup func()
+	registered  bool
+}
+
+// Name implements System.
+func (*KarmadaQuota) Name() string { return "karmada-quota" }
+
+// Enforcing implements System.
+func (*KarmadaQuota) Enforcing() bool { return true }
+
+// Start implements System.
+func (k *KarmadaQuota) Start(ctx context.Context) error {
+	certDir, ca, cleanup, err := servingCerts()
+	if err != nil {
+		return err
+	}
+	k.certCleanup = cleanup
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	webhookMetrics, err1 := freeAddr()
+	webhookHealth, err2 := freeAddr()
+	controllerMetrics, err3 := freeAddr()
+	controllerHealth, err4 := freeAddr()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+
+	args := append([]string{
+		"--kubeconfig", k.CP.Kubeconfig,
+		"--cert-dir", certDir,
+		"--bind-address", "127.0.0.1",
+		"--port", strconv.Itoa(port),
+		"--metrics-bind-address", webhookMetrics,
+		"--health-probe-bind-address", webhookHealth,
+	}, k.ExtraWebhookArgs...)
+	webhook, err := k.Reg.Start("quota-webhook", k.LogDir, k.WebhookBin, args...)
+	if err != nil {
+		return err
+	}
+	k.components = append(k.components, &Component{Role: "webhook", Proc: webhook, MetricsAddr: webhookMetrics})
+	controller, err := k.Reg.Start("quota-controller", k.LogDir, k.ControllerBin,
+		"--kubeconfig", k.CP.Kubeconfig,
+		"--metrics-bind-address", controllerMetrics,
+		"--health-probe-bind-address", controllerHealth,
+	)
+	if err != nil {
+		return err
+	}
+	k.components = append(k.components, &Component{Role: "controller", Proc: controller, MetricsAddr: controllerMetrics})
+
+	// Ready means serving and the quota informer synced; only then may the apiserver be pointed at it, since
+	// with failurePolicy Fail a configuration pointing at nothing refuses every binding write.
+	if err := waitHealthy(ctx, webhook, "http://"+webhookHealth+"/readyz"); err != nil {
+		return fmt.Errorf("quota-webhook never became ready: %w", err)
+	}
+	if err := waitServing(ctx, webhook, fmt.Sprintf("127.0.0.1:%d", port), ca); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, controller, "http://"+controllerHealth+"/readyz"); err != nil {
+		return fmt.Errorf("quota-controller never became ready: %w", err)
+	}
+	conf := admission.WebhookConfiguration(fmt.Sprintf("https://127.0.0.1:%d", port), ca)
+	if err := k.CP.Client.Create(ctx, conf); err != nil {
+		return fmt.Errorf("registering the webhooks: %w", err)
+	}
+	k.registered = true
+	return nil
+}
+
+// CreateQuota implements System.
+func (k *KarmadaQuota) CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error {
+	return k.CP.Client.Create(ctx, &quotav1alpha1.KarmadaQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: QuotaName},
+		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: hard},
+	})
+}
+
+// Status implements System: status.used, and status.reserved as pending.
+func (k *KarmadaQuota) Status(ctx context.Context, ns string) (Status, error) {
+	var q quotav1alpha1.KarmadaQuota
+	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
+		return Status{}, err
+	}
+	return Status{Hard: canonical(q.Spec.Hard), Used: canonical(q.Status.Used), Pending: canonical(q.Status.Reserved)}, nil
+}
+
+// ControllerWrote implements System: the controller mirrors spec.hard into status.hard; the webhook never
+// writes it.
+func (k *KarmadaQuota) ControllerWrote(ctx context.Context, ns string) (bool, error) {
+	var q quotav1alpha1.KarmadaQuota
+	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
+		return false, err
+	}
+	return len(q.Status.Hard) > 0, nil
+}
+
+// Processes implements System.
+func (k *KarmadaQuota) Processes() []*Component { return k.components }
+
+// Stop implements System.
+func (k *KarmadaQuota) Stop(ctx context.Context) error {
+	var errs []error
+	if k.registered {
+		conf := admission.WebhookConfiguration("https://unused", nil)
+		if err := k.CP.Client.Delete(ctx, conf); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range k.components {
+		c.Proc.Stop(10 * time.Second)
+	}
+	if k.certCleanup != nil {
+		k.certCleanup()
+	}
+	return errors.Join(errs...)
+}
+
+// Describe implements System.
+func (k *KarmadaQuota) Describe() string {
+	extra := ""
+	if len(k.ExtraWebhookArgs) > 0 {
+		extra = " Extra webhook flags: `" + strings.Join(k.ExtraWebhookArgs, " ") + "`."
+	}
+	return "cmd/quota-webhook and cmd/quota-controller built from this tree, one process each with default flags " +
+		"(client QPS 100/burst 200 and 50/100), registered with `admission.WebhookConfiguration` " +
+		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10); one `KarmadaQuota` per namespace." + extra
+}

@@ -1,0 +1,173 @@
+// Package systems sets up and tears down the three configurations a benchmark run compares on one control
+// plane: no quota webhook, karmada-quota (its webhook and controller), and Karmada's own FederatedResourceQuota
+// enforcement (karmada-webhook and karmada-controller-manager built from the pinned Karmada module). Each runs
+// its components as separate OS processes, so every configuration pays the same process boundary.
+package systems
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+)
+
+// Status is what a quota object says about itself, in karmada-quota's accounting units under canonical names
+// (requests.cpu in milli-cores, requests.memory in bytes), so both quota APIs compare alike.
+type Status struct {
+	Hard resources.List
+	Used resources.List
+	// Pending is admitted but not yet observed usage: karmada-quota's reservations. Karmada's FRQ folds
+	// admissions straight into overallUsed and has none.
+	Pending resources.List
+}
+
+// System is one configuration under test.
+type System interface {
+	// Name is the configuration's row label.
+	Name() string
+	// Enforcing says whether the configuration has quotas at all.
+	Enforcing() bool
+	// Start starts the components and registers the webhook.
+	Start(ctx context.Context) error
+	// CreateQuota creates the configuration's quota object limiting hard in namespace ns.
+	CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error
+	// Status reads the quota of namespace ns.
+	Status(ctx context.Context, ns string) (Status, error)
+	// Processes are the components' processes by role, for CPU accounting and metrics.
+	Processes() []*Component
+	// ControllerWrote says whether the configuration's controller has written the status of namespace ns's
+	// quota: proof that it runs against this apiserver.
+	ControllerWrote(ctx context.Context, ns string) (bool, error)
+	// Stop unregisters the webhook and stops the components.
+	Stop(ctx context.Context) error
+	// Describe says how the configuration was run, for the report.
+	Describe() string
+}
+
+// Component is one running process of a configuration.
+type Component struct {
+	Role        string // webhook, controller
+	Proc        *proc.Process
+	MetricsAddr string
+}
+
+// Scrape returns the component's Prometheus metrics text.
+func (c *Component) Scrape(ctx context.Context) (string, error) {
+	return httpGet(ctx, "http://"+c.MetricsAddr+"/metrics")
+}
+
+// Env is what every configuration needs from the run.
+type Env struct {
+	CP     *controlplane.ControlPlane
+	Reg    *proc.Registry
+	LogDir string
+}
+
+// QuotaName is the name of every quota object the benchmark creates.
+const QuotaName = "bench"
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func freeAddr() (string, error) {
+	p, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p), nil
+}
+
+// servingCerts creates a serving certificate for 127.0.0.1 as envtest does for webhooks: a folder holding
+// tls.crt and tls.key (the names both webhooks read by default), and the CA that signed it.
+func servingCerts() (dir string, ca []byte, cleanup func(), err error) {
+	opts := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	if err := opts.PrepWithoutInstalling(); err != nil {
+		return "", nil, nil, fmt.Errorf("creating serving certificates: %w", err)
+	}
+	return opts.LocalServingCertDir, opts.LocalServingCAData, func() { _ = opts.Cleanup() }, nil
+}
+
+// waitServing waits until addr completes a TLS handshake with a certificate ca trusts, and fails early if the
+// process exits.
+func waitServing(ctx context.Context, p *proc.Process, addr string, ca []byte) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return waitFor(ctx, p, 60*time.Second, func() bool {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{RootCAs: pool})
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	})
+}
+
+// waitHealthy waits until url answers 200.
+func waitHealthy(ctx context.Context, p *proc.Process, url string) error {
+	return waitFor(ctx, p, 60*time.Second, func() bool {
+		_, err := httpGet(ctx, url)
+		return err == nil
+	})
+}
+
+func waitFor(ctx context.Context, p *proc.Process, timeout time.Duration, ok func() bool) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if exited, err := p.Exited(); exited {
+			return false, fmt.Errorf("%s exited: %v (see its log)", p.Name, err)
+		}
+		return ok(), nil
+	})
+}
+
+func httpGet(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(body), nil
+}
+
+// canonical converts a quota API's resource list to accounting units under canonical names.
+func canonical(l corev1.ResourceList) resources.List {
+	out := resources.List{}
+	for name, q := range l {
+		c, _, err := resources.Canonical(name)
+		if err != nil {
+			continue
+		}
+		out[c] = resources.Value(c, q)
+	}
+	return out
+}

@@ -1,0 +1,259 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/stats"
+)
+
+// Options size the workloads.
+type Options struct {
+	// Writers is how many placement writes are in flight at once.
+	Writers int
+	// HotBindings are placed in one namespace under one quota that fits half of them.
+	HotBindings int
+	// SpreadNamespaces each get SpreadBindings bindings and a quota that fits half of them.
+	SpreadNamespaces, SpreadBindings int
+	// StormNamespaces each get StormBindings bindings placed at 2 replicas, then StormOps scale writes in all
+	// move them between 1 and 4 replicas under a quota that fits 2.5 replicas per binding on average.
+	StormNamespaces, StormBindings, StormOps int
+	// Seed makes the order of writes and the storm's replica counts the same in every configuration.
+	Seed uint64
+}
+
+// QuotaSystem creates quotas; nil for the configuration without one.
+type QuotaSystem interface {
+	CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error
+}
+
+// Workload is one measured scenario. Prepare builds its namespaces, quotas and bindings (not timed); Run makes the
+// timed placement writes.
+type Workload interface {
+	Name() string
+	Namespaces() []string
+	Prepare(ctx context.Context) error
+	Run(ctx context.Context) (stats.Summary, time.Duration, error)
+}
+
+// Hard is the quota for cpuMilli of CPU requests, with memory in the same proportion as the bindings request it,
+// so memory binds exactly when CPU does: both quota systems check every limited resource.
+func Hard(cpuMilli int64) corev1.ResourceList {
+	replicas := cpuMilli / ReplicaCPU.MilliValue()
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(cpuMilli, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(replicas*ReplicaMemory.Value(), resource.BinarySI),
+	}
+}
+
+type base struct {
+	c          client.Client
+	quotas     QuotaSystem
+	opts       Options
+	namespaces []string
+}
+
+func (b *base) Namespaces() []string { return b.namespaces }
+
+// setup creates the namespaces and, when there is a quota system, one quota each.
+func (b *base) setup(ctx context.Context, hard corev1.ResourceList) error {
+	for _, ns := range b.namespaces {
+		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+		if b.quotas != nil {
+			if err := b.quotas.CreateQuota(ctx, ns, hard); err != nil {
+				return fmt.Errorf("creating the quota of %s: %w", ns, err)
+			}
+		}
+	}
+	return nil
+}
+
+// placeAll is the timed part of the hot and spread workloads: every binding placed once, 1 replica on each
+// member cluster, in a shuffled order, by Writers concurrent writers.
+func placeAll(ctx context.Context, c client.Client, bindings []*workv1alpha2.ResourceBinding, o Options) (stats.Summary, time.Duration, error) {
+	order := rand.New(rand.NewPCG(o.Seed, 1)).Perm(len(bindings))
+	rec := stats.NewRecorder()
+	start := time.Now()
+	err := parallel(ctx, len(order), o.Writers, func(ctx context.Context, i int) error {
+		rb := bindings[order[i]]
+		began := time.Now()
+		err := Place(ctx, c, rb, Divide(2))
+		rec.Observe(time.Since(began), err)
+		return ctx.Err()
+	})
+	return rec.Summary(), time.Since(start), err
+}
+
+// Hot places bindings in one namespace under one quota that fits half of them: every write contends for the
+// same quota.
+type Hot struct {
+	base
+	bindings []*workv1alpha2.ResourceBinding
+}
+
+// NewHot returns the hot-quota workload in namespace prefix-hot.
+func NewHot(c client.Client, quotas QuotaSystem, prefix string, o Options) *Hot {
+	return &Hot{base: base{c: c, quotas: quotas, opts: o, namespaces: []string{prefix + "-hot"}}}
+}
+
+// Name implements Workload.
+func (*Hot) Name() string { return "hot quota" }
+
+// Prepare implements Workload.
+func (h *Hot) Prepare(ctx context.Context) error {
+	if err := h.setup(ctx, Hard(int64(h.opts.HotBindings/2)*2*ReplicaCPU.MilliValue())); err != nil {
+		return err
+	}
+	var err error
+	h.bindings, err = createBindings(ctx, h.c, h.namespaces, h.opts.HotBindings, h.opts.Writers, 2)
+	return err
+}
+
+// Run implements Workload.
+func (h *Hot) Run(ctx context.Context) (stats.Summary, time.Duration, error) {
+	return placeAll(ctx, h.c, h.bindings, h.opts)
+}
+
+// Spread places bindings across many namespaces, one quota each fitting half of its bindings: the common case
+// of many teams, where writes rarely contend for one quota.
+type Spread struct {
+	base
+	bindings []*workv1alpha2.ResourceBinding
+}
+
+// NewSpread returns the spread workload in namespaces prefix-spread-NN.
+func NewSpread(c client.Client, quotas QuotaSystem, prefix string, o Options) *Spread {
+	s := &Spread{base: base{c: c, quotas: quotas, opts: o}}
+	for i := 0; i < o.SpreadNamespaces; i++ {
+		s.namespaces = append(s.namespaces, fmt.Sprintf("%s-spread-%02d", prefix, i))
+	}
+	return s
+}
+
+// Name implements Workload.
+func (*Spread) Name() string { return "spread" }
+
+// Prepare implements Workload.
+func (s *Spread) Prepare(ctx context.Context) error {
+	if err := s.setup(ctx, Hard(int64(s.opts.SpreadBindings/2)*2*ReplicaCPU.MilliValue())); err != nil {
+		return err
+	}
+	var err error
+	s.bindings, err = createBindings(ctx, s.c, s.namespaces, s.opts.SpreadBindings, s.opts.Writers, 2)
+	return err
+}
+
+// Run implements Workload.
+func (s *Spread) Run(ctx context.Context) (stats.Summary, time.Duration, error) {
+	return placeAll(ctx, s.c, s.bindings, s.opts)
+}
+
+// ScaleDownsDenied counts scale-downs refused with QuotaExceeded.
+const ScaleDownsDenied = "scale-downs denied"
+
+// Storm scales existing, placed bindings up and down at once, as a burst of HPA decisions does: each write moves
+// a binding to a new replica count between 1 and 4, and the quota fits 2.5 replicas per binding on average, so a
+// namespace runs at its limit and scale-ups compete with the scale-downs that make room. Each binding has one
+// writer, which makes its writes one after another, as the scheduler does for one binding.
+type Storm struct {
+	base
+	bindings []*workv1alpha2.ResourceBinding
+}
+
+// NewStorm returns the scale-storm workload in namespaces prefix-storm-N.
+func NewStorm(c client.Client, quotas QuotaSystem, prefix string, o Options) *Storm {
+	s := &Storm{base: base{c: c, quotas: quotas, opts: o}}
+	for i := 0; i < o.StormNamespaces; i++ {
+		s.namespaces = append(s.namespaces, fmt.Sprintf("%s-storm-%d", prefix, i))
+	}
+	return s
+}
+
+// Name implements Workload.
+func (*Storm) Name() string { return "scale storm" }
+
+// Prepare implements Workload: the bindings are created and placed at 2 replicas, which every quota admits.
+func (s *Storm) Prepare(ctx context.Context) error {
+	perBinding25 := int64(5) * ReplicaCPU.MilliValue() / 2 // 2.5 replicas
+	if err := s.setup(ctx, Hard(int64(s.opts.StormBindings)*perBinding25)); err != nil {
+		return err
+	}
+	var err error
+	if s.bindings, err = createBindings(ctx, s.c, s.namespaces, s.opts.StormBindings, s.opts.Writers, 2); err != nil {
+		return err
+	}
+	return parallel(ctx, len(s.bindings), s.opts.Writers, func(ctx context.Context, i int) error {
+		rb := s.bindings[i]
+		return retry(ctx, "placing "+rb.Namespace+"/"+rb.Name, func() error {
+			err := Place(ctx, s.c, rb, Divide(2))
+			if err != nil {
+				// The write may have committed even though the client saw an error.
+				_ = s.c.Get(ctx, client.ObjectKeyFromObject(rb), rb)
+				if placed(rb) == 2 {
+					return nil
+				}
+			}
+			return err
+		})
+	})
+}
+
+// Run implements Workload.
+func (s *Storm) Run(ctx context.Context) (stats.Summary, time.Duration, error) {
+	rec := stats.NewRecorder()
+	writers := min(s.opts.Writers, len(s.bindings))
+	perWriter := s.opts.StormOps / writers
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		var owned []*workv1alpha2.ResourceBinding
+		for i := w; i < len(s.bindings); i += writers {
+			owned = append(owned, s.bindings[i])
+		}
+		wg.Add(1)
+		go func(w int, owned []*workv1alpha2.ResourceBinding) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(s.opts.Seed, uint64(w)+2))
+			for op := 0; op < perWriter && ctx.Err() == nil; op++ {
+				rb := owned[op%len(owned)]
+				current := placed(rb)
+				next := int32(rng.IntN(3)) + 1 // 1..3, shifted past the current count: a real change
+				if next >= current {
+					next++
+				}
+				began := time.Now()
+				err := Place(ctx, s.c, rb, Divide(next))
+				rec.Observe(time.Since(began), err)
+				if next < current && isQuotaExceeded(err) {
+					// Quota must never stand in the way of giving resources back.
+					rec.Count(ScaleDownsDenied)
+				}
+				if err != nil && !isQuotaExceeded(err) {
+					// Did it commit? Re-read, as the scheduler's informer would tell it.
+					_ = s.c.Get(ctx, client.ObjectKeyFromObject(rb), rb)
+				}
+			}
+		}(w, owned)
+	}
+	wg.Wait()
+	return rec.Summary(), time.Since(start), ctx.Err()
+}
+
+func placed(rb *workv1alpha2.ResourceBinding) int32 {
+	var n int32
+	for _, tc := range rb.Spec.Clusters {
+		n += tc.Replicas
+	}
+	return n
+}

@@ -1,0 +1,97 @@
+// Command bench measures ResourceBinding placement writes side by side on one freshly started kube-apiserver
+// with Karmada's CRDs: with no quota webhook (the apiserver's own write rate), with karmada-quota, and with
+// Karmada's own FederatedResourceQuota enforcement (karmada-webhook with FederatedQuotaEnforcement), and writes
+// the tables to a markdown file. `make bench` runs it at the default sizes; `go run ./test/bench --help` lists
+// the flags. Timings are reported, never asserted: bench_test.go runs it tiny and checks only correctness.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/harness"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/report"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	opts := DefaultOptions()
+	var (
+		configs  = fs.String("configs", strings.Join(harness.AllConfigs, ","), "Configurations to run, in order: "+strings.Join(harness.AllConfigs, ", ")+".")
+		out      = fs.String("out", "", "Markdown file to write the report to; empty prints it.")
+		command  = fs.String("command", "", "The command line to record in the report; empty records this one.")
+		keepLogs = fs.Bool("keep-logs", false, "Keep the work folder (component logs, kubeconfig) instead of deleting it.")
+		webhook  = fs.String("quota-webhook-args", "", "Extra flags for quota-webhook, space separated (to study a setting).")
+		frqHook  = fs.String("frq-webhook-args", "", "Extra flags for karmada-webhook, space separated (to study a setting).")
+	)
+	fs.IntVar(&opts.Workload.Writers, "writers", opts.Workload.Writers, "Concurrent placement writers.")
+	fs.IntVar(&opts.Workload.HotBindings, "hot-bindings", opts.Workload.HotBindings, "Bindings placed in the hot-quota namespace (the quota fits half).")
+	fs.IntVar(&opts.Workload.SpreadNamespaces, "spread-namespaces", opts.Workload.SpreadNamespaces, "Namespaces of the spread workload, one quota each.")
+	fs.IntVar(&opts.Workload.SpreadBindings, "spread-bindings", opts.Workload.SpreadBindings, "Bindings per spread namespace (each quota fits half).")
+	fs.IntVar(&opts.Workload.StormNamespaces, "storm-namespaces", opts.Workload.StormNamespaces, "Namespaces of the scale storm.")
+	fs.IntVar(&opts.Workload.StormBindings, "storm-bindings", opts.Workload.StormBindings, "Placed bindings per storm namespace.")
+	fs.IntVar(&opts.Workload.StormOps, "storm-ops", opts.Workload.StormOps, "Scale writes in the storm, over all writers.")
+	fs.Uint64Var(&opts.Workload.Seed, "seed", opts.Workload.Seed, "Seed of the write order and the storm's replica counts.")
+	fs.DurationVar(&opts.SettleTimeout, "settle-timeout", opts.SettleTimeout, "How long to wait for the quota controllers to make every status exact.")
+	fs.DurationVar(&opts.FRQSyncPeriod, "frq-sync-period", opts.FRQSyncPeriod, "karmada-controller-manager's --federated-resource-quota-sync-period; 0 keeps Karmada's default (5m).")
+	fs.StringVar(&opts.KarmadaBin, "karmada-bin", opts.KarmadaBin, "Folder with karmada-webhook and karmada-controller-manager (default: $KARMADA_BIN, else .cache/karmada-<version>).")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	opts.Configs = strings.Split(*configs, ",")
+	opts.QuotaWebhookArgs = strings.Fields(*webhook)
+	opts.FRQWebhookArgs = strings.Fields(*frqHook)
+	if *command == "" {
+		*command = "go run ./test/bench " + strings.Join(args, " ")
+	}
+
+	work, err := os.MkdirTemp("", "karmada-quota-bench-")
+	if err != nil {
+		return err
+	}
+	if *keepLogs {
+		fmt.Fprintln(os.Stderr, "bench: work folder", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	opts.WorkDir = work
+	opts.Progress = os.Stderr
+
+	// An interrupt cancels the run; the harness then unregisters webhooks and stops every process it started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := harness.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		fmt.Print(report.Markdown(rep, *command))
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	if err := report.Write(*out, rep, *command); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s (%s)\n", *out, rep.Took.Round(time.Second))
+	return nil
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/harness"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+)
+
+// DefaultOptions are the sizes `make bench` runs: a few minutes on a 2-core machine for all three
+// configurations.
+func DefaultOptions() harness.Options {
+	return harness.Options{
+		Workload: workload.Options{
+			Writers:          64,
+			HotBindings:      1024,
+			SpreadNamespaces: 64,
+			SpreadBindings:   16,
+			StormNamespaces:  8,
+			StormBindings:    32,
+			StormOps:         1024,
+			Seed:             1,
+		},
+		SettleTimeout: 30 * time.Second,
+		KarmadaBin:    defaultKarmadaBin(),
+	}
+}
+
+// defaultKarmadaBin is $KARMADA_BIN, else the Makefile's cache folder for the Karmada version this module
+// requires.
+func defaultKarmadaBin() string {
+	if dir := os.Getenv("KARMADA_BIN"); dir != "" {
+		return dir
+	}
+	root := framework.RepoRoot()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/karmada-io/karmada")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return filepath.Join(root, ".cache", "karmada")
+	}
+	return filepath.Join(root, ".cache", "karmada-"+strings.TrimSpace(string(out)))
+}
