@@ -12,8 +12,8 @@ import (
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 )
 
-// settleableReservation passes a quota status write that adds a reservation the controller can settle at once:
-// its binding is already observed at the reserved generation or later, or its name is held by another binding.
+// settleableReservation passes a quota status write that adds a reservation the controller can settle at once
+// (observedBinding.settles, the rule the recount applies).
 //
 // This happens when an admitted write loses a race after admission: a requeue (or any other spec write) lands
 // first, the apiserver re-runs admission for its retry under a new generation, and the first attempt's
@@ -45,7 +45,7 @@ func settleableReservation(bindings client.Reader) predicate.Funcs {
 				if err != nil {
 					continue // not observed yet: its own event will settle it
 				}
-				if rb.UID != r.ReservedBy.UID || rb.Generation >= r.Generation {
+				if (observedBinding{uid: rb.UID, generation: rb.Generation}).settles(r.ReservedBy.UID, r.Generation) {
 					return true
 				}
 			}

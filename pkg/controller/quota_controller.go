@@ -110,14 +110,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 	now := r.clock.Now()
 	var expired int
 	settled := ledger.Settle(func(res quota.Reservation) bool {
-		if gen, ok := count.generations[res.Owner.UID]; ok && gen >= res.Generation {
-			return true
-		}
-		// Another binding holds the name: this one's create lost to AlreadyExists after admission (Karmada's
-		// detector races itself creating a binding), or it was deleted and the name reused. Either way it uses
-		// nothing now, and it never will while the name is taken; waiting for the expiry would hold the
-		// reservation, a whole object count on a tight quota, for minutes.
-		if uid, ok := count.owners[res.Owner.Name]; ok && uid != res.Owner.UID {
+		if seen, ok := count.observed[res.Owner.Name]; ok && seen.settles(res.Owner.UID, res.Generation) {
 			return true
 		}
 		if r.deleted.has(res.Owner.UID) {
@@ -184,11 +177,24 @@ func untilFirstExpiry(ledger *quota.Ledger, now time.Time) time.Duration {
 type counted struct {
 	used     resources.List
 	clusters map[string]resources.List
-	// generations is the observed generation of every binding, by UID.
-	generations map[types.UID]int64
-	// owners is the UID of the binding holding each name.
-	owners    map[string]types.UID
+	// observed is every binding of the namespace, by name.
+	observed  map[string]observedBinding
 	malformed []malformed
+}
+
+// observedBinding is what the controller observes of the binding holding a name.
+type observedBinding struct {
+	uid        types.UID
+	generation int64
+}
+
+// settles reports whether a reservation for the binding write (owner, generation) no longer needs to hold quota,
+// given the binding observed under the owner's name: either that write is observed, counted in used from now on,
+// or another binding holds the name, so the write never committed (Karmada's detector races itself creating a
+// binding, and the loser's create fails with AlreadyExists after admission) or its binding is gone. Waiting for
+// the expiry would hold the reservation, a whole object count on a tight quota, for minutes.
+func (b observedBinding) settles(owner types.UID, generation int64) bool {
+	return b.uid != owner || b.generation >= generation
 }
 
 type malformed struct {
@@ -198,12 +204,10 @@ type malformed struct {
 
 // countUsage sums what the bindings use that the quota counts, total and per member cluster.
 func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) counted {
-	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, generations: make(map[types.UID]int64, len(bindings)),
-		owners: make(map[string]types.UID, len(bindings))}
+	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, observed: make(map[string]observedBinding, len(bindings))}
 	for i := range bindings {
 		rb := &bindings[i]
-		c.generations[rb.UID] = rb.Generation
-		c.owners[rb.Name] = rb.UID
+		c.observed[rb.Name] = observedBinding{uid: rb.UID, generation: rb.Generation}
 		u, err := usage.Of(rb)
 		if err != nil {
 			c.malformed = append(c.malformed, malformed{name: rb.Name, err: err})

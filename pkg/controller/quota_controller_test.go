@@ -304,7 +304,11 @@ func TestCountUsage(t *testing.T) {
 			if diff := cmp.Diff(tc.wantClusters, got.clusters, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("clusters (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantGenerations, got.generations, cmpopts.EquateEmpty()); diff != "" {
+			generations := map[types.UID]int64{}
+			for _, b := range got.observed {
+				generations[b.uid] = b.generation
+			}
+			if diff := cmp.Diff(tc.wantGenerations, generations, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("generations (-want +got):\n%s", diff)
 			}
 			var gotMalformed []malformedBinding

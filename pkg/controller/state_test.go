@@ -49,13 +49,9 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
-	used := resources.List{}
-	for name, qty := range status.Used {
-		canonical, _, err := resources.Canonical(name)
-		if err != nil {
-			t.Fatalf("Canonical(%s): %v", name, err)
-		}
-		used[canonical] = resources.Value(canonical, qty)
+	used, err := resources.Parse(status.Used)
+	if err != nil {
+		t.Fatalf("Parse(%v): %v", status.Used, err)
 	}
 	return s.record(teamKey, q, ledger, used)
 }

@@ -52,6 +52,21 @@ func Quantity(name corev1.ResourceName, v int64) resource.Quantity {
 	return *resource.NewQuantity(v, resource.DecimalSI)
 }
 
+// Parse converts a quota's resource list (spec.hard, status.used, a FederatedResourceQuota's overall) to
+// canonical names and accounting units, so lists written with different names for one resource ("cpu" and
+// "requests.cpu: 1000m") compare equal. It refuses a name no quota can limit.
+func Parse(list corev1.ResourceList) (List, error) {
+	out := make(List, len(list))
+	for name, q := range list {
+		canonical, _, err := Canonical(name)
+		if err != nil {
+			return nil, err
+		}
+		out[canonical] = Value(canonical, q)
+	}
+	return out, nil
+}
+
 func isMilli(name corev1.ResourceName) bool {
 	return name == "requests.cpu"
 }

@@ -390,3 +390,22 @@ func TestSaturatingArithmeticIsExact(t *testing.T) {
 		}
 	}
 }
+
+func TestParse(t *testing.T) {
+	got, err := Parse(corev1.ResourceList{
+		"cpu":                    resource.MustParse("1500m"),
+		"requests.memory":        resource.MustParse("1Gi"),
+		"pods":                   resource.MustParse("3"),
+		"count/deployments.apps": resource.MustParse("2"),
+	})
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := List{cpu: 1500, memory: 1 << 30, pods: 3, "count/deployments.apps": 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	if _, err := Parse(corev1.ResourceList{"limits.cpu": resource.MustParse("1")}); err == nil {
+		t.Error("Parse accepted limits.cpu, which no quota limits")
+	}
+}

@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,12 +192,9 @@ func quotaStatus(ns, name string) quotav1alpha1.KarmadaQuotaStatus {
 // canonical renders a resource list in accounting units under canonical names, so "cpu: 1" and
 // "requests.cpu: 1000m" compare equal.
 func canonical(l corev1.ResourceList) resources.List {
-	out := resources.List{}
-	for name, q := range l {
-		c, _, err := resources.Canonical(name)
-		Expect(err).NotTo(HaveOccurred())
-		out[c] = resources.Value(c, q)
-	}
+	GinkgoHelper()
+	out, err := resources.Parse(l)
+	Expect(err).NotTo(HaveOccurred())
 	return out
 }
 
@@ -297,13 +293,6 @@ func eventsOf(ns, kind, name string) []corev1.Event {
 	return slices.DeleteFunc(events.Items, func(e corev1.Event) bool {
 		return e.InvolvedObject.Kind != kind || e.InvolvedObject.Name != name
 	})
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // dump renders an object for a failure message.

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,10 +30,11 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
 
 // Scheme knows the Kubernetes, Karmada and karmada-quota types the environment and its users write.
@@ -214,7 +214,7 @@ func (e *Environment) Start(ctx context.Context, name string) error {
 
 // RESTConfig is a system:masters client configuration for the apiserver with the given kubeconfig.
 func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := command.RestConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -326,27 +326,6 @@ func tail(path string, lines int) string {
 	}
 	all := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
-}
-
-// freePorts reserves n distinct loopback ports. They are released before the processes bind them; on a
-// developer machine another program could take one in between, which the start-up then reports as a failure.
-func freePorts(n int) ([]int, error) {
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		listeners = append(listeners, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
 }
 
 // lookPath finds a binary in the tool path.

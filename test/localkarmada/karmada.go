@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // fieldOwner is the server-side-apply manager of everything the environment installs.
@@ -59,7 +58,7 @@ metadata: {name: karmada-cluster}
 		return fmt.Errorf("installing Karmada's CRDs: %w", err)
 	}
 
-	ports, err := freePorts(5)
+	ports, err := loopback.FreePorts(5)
 	if err != nil {
 		return err
 	}
@@ -123,34 +122,26 @@ spec:
 	return s.karmadaWebhookConfigurations(ctx, c, fmt.Sprintf("127.0.0.1:%d", webhook))
 }
 
-// karmadaWebhookConfigurations registers Karmada's own webhook configurations, read from the pinned Karmada
-// module, with the in-cluster Service address replaced by where karmada-webhook listens.
+// karmadaWebhookConfigurations registers Karmada's own webhook configurations, pointed at where karmada-webhook
+// listens.
 func (s *setup) karmadaWebhookConfigurations(ctx context.Context, c client.Client, addr string) error {
-	dirs, err := framework.KarmadaCRDDirs()
+	mutating, validating, err := framework.KarmadaWebhookConfigurations(addr, s.pki.caPEM)
 	if err != nil {
 		return err
 	}
-	// The CRD bases live in <module>/charts/karmada/_crds/bases/<group>.
-	module := filepath.Join(dirs[0], "..", "..", "..", "..", "..")
-	raw, err := os.ReadFile(filepath.Join(module, "artifacts", "deploy", "webhook-configuration.yaml"))
-	if err != nil {
-		return err
+	for _, conf := range []client.Object{mutating, validating} {
+		if err := c.Create(ctx, conf); err != nil {
+			return fmt.Errorf("registering Karmada's webhooks: %w", err)
+		}
 	}
-	manifest := strings.NewReplacer(
-		"{{caBundle}}", base64.StdEncoding.EncodeToString(s.pki.caPEM),
-		"karmada-webhook.karmada-system.svc:443", addr,
-	).Replace(string(raw))
-	if strings.Contains(manifest, "{{") || !strings.Contains(manifest, addr) {
-		return errors.New("karmada's webhook-configuration.yaml has changed shape: unexpected placeholders or no Service URL")
-	}
-	return apply(ctx, c, []byte(manifest))
+	return nil
 }
 
 // karmadaControllers starts karmada-controller-manager and karmada-scheduler as Karmada deploys them, without the
 // scheduler estimator (it needs an estimator per member; the scheduler falls back to the clusters' summaries).
 func (s *setup) karmadaControllers(ctx context.Context) error {
 	kubeconfig := s.env.Karmada.Kubeconfig
-	ports, err := freePorts(4)
+	ports, err := loopback.FreePorts(4)
 	if err != nil {
 		return err
 	}
@@ -241,24 +232,16 @@ func waitFor(ctx context.Context, what string, check func(context.Context) error
 	return nil
 }
 
-// waitTLS waits until addr completes a TLS handshake with the environment's CA: webhooks are registered only once
-// they listen, because with failurePolicy Fail a webhook pointing at nothing refuses every write it covers.
+// waitTLS waits until addr serves TLS with the environment's certificate (see loopback.ServesTLS).
 func waitTLS(ctx context.Context, env *Environment, addr string) error {
-	hc, err := env.httpClient()
+	ca, err := os.ReadFile(env.CA)
 	if err != nil {
 		return err
 	}
-	defer hc.CloseIdleConnections()
-	return waitFor(ctx, addr+" to serve TLS", func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/", nil)
-		if err != nil {
-			return err
+	return waitFor(ctx, addr+" to serve TLS", func(context.Context) error {
+		if !loopback.ServesTLS(addr, ca) {
+			return errors.New("no TLS handshake yet")
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
 		return nil
 	})
 }

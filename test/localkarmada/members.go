@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // NodesPerMember fake nodes of NodeCPU and NodeMemory each make a member cluster. They are large on purpose: the
@@ -33,7 +35,7 @@ func (s *setup) memberComponents(ctx context.Context, members []APIServer) error
 	g, ctx := errgroup.WithContext(ctx)
 	for i, m := range members {
 		g.Go(func() error {
-			ports, err := freePorts(3)
+			ports, err := loopback.FreePorts(3)
 			if err != nil {
 				return err
 			}

@@ -103,20 +103,10 @@ func (p *Process) stop(grace time.Duration) error {
 	if !p.Alive() {
 		return nil
 	}
-	// The process leads its own group (Setpgid), so the group id is its PID; children it forked go with it.
-	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if waitExit(ctx, p) {
+	if p.signal(syscall.SIGTERM, grace) {
 		return nil
 	}
-	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if !waitExit(ctx, p) {
-		return fmt.Errorf("%s (pid %d) survived SIGKILL", p.Name, p.PID)
-	}
-	return nil
+	return p.kill()
 }
 
 // kill stops the process at once, as a crash would.
@@ -124,16 +114,18 @@ func (p *Process) kill() error {
 	if !p.Alive() {
 		return errors.New(p.Name + " is not running")
 	}
-	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if !waitExit(ctx, p) {
+	if !p.signal(syscall.SIGKILL, 10*time.Second) {
 		return fmt.Errorf("%s (pid %d) survived SIGKILL", p.Name, p.PID)
 	}
 	return nil
 }
 
-func waitExit(ctx context.Context, p *Process) bool {
+// signal sends sig to the process group and reports whether the process exited within timeout. The process leads
+// its own group (Setpgid), so the group id is its PID, and children it forked go with it.
+func (p *Process) signal(sig syscall.Signal, timeout time.Duration) bool {
+	_ = syscall.Kill(-p.PID, sig)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for p.Alive() {

@@ -8,6 +8,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // Process names of karmada-quota, for tests that restart them.
@@ -48,7 +49,7 @@ func (s *setup) installQuota(ctx context.Context) error {
 			return err
 		}
 	}
-	ports, err := freePorts(5)
+	ports, err := loopback.FreePorts(5)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // Karmada's control plane answers as a cluster named "karmada"; members are member1, member2, ...
@@ -173,7 +175,7 @@ func (s *setup) process(ctx context.Context, name, health string, args ...string
 // apiservers starts one etcd and one kube-apiserver per cluster, all at once, and writes an admin kubeconfig for
 // each.
 func (s *setup) apiservers(ctx context.Context, names []string) error {
-	ports, err := freePorts(3 * len(names))
+	ports, err := loopback.FreePorts(3 * len(names))
 	if err != nil {
 		return err
 	}

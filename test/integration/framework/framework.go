@@ -4,13 +4,10 @@
 package framework
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -23,8 +20,6 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 )
-
-const karmadaModule = "github.com/karmada-io/karmada"
 
 // Scheme knows every type the tests read and write.
 func Scheme() (*runtime.Scheme, error) {
@@ -47,32 +42,6 @@ func Scheme() (*runtime.Scheme, error) {
 func RepoRoot() string {
 	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-// KarmadaCRDDirs returns the folders of Karmada's CRD bases in the pinned Karmada module: the same CRDs a
-// Karmada installation applies, without the conversion-webhook patches (the test apiserver has no webhook for
-// them).
-func KarmadaCRDDirs() ([]string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", karmadaModule)
-	cmd.Dir = RepoRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("locating %s in the module cache: %w: %s", karmadaModule, err, stderr.String())
-	}
-	bases := filepath.Join(strings.TrimSpace(string(out)), "charts", "karmada", "_crds", "bases")
-	entries, err := os.ReadDir(bases)
-	if err != nil {
-		return nil, fmt.Errorf("reading Karmada CRDs: %w", err)
-	}
-	var dirs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(bases, e.Name()))
-		}
-	}
-	return dirs, nil
 }
 
 // NewEnvironment describes a control plane with Karmada's and the project's CRDs. Start it with Start() and stop

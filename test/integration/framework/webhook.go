@@ -22,6 +22,7 @@ import (
 
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
 	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // Webhooks are quota-webhook replicas running the real app against the test apiserver, reached through one
@@ -50,14 +51,14 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 	w := &Webhooks{CA: certs.LocalServingCAData, stop: cancel}
 	var backends []string
 	for i := 0; i < replicas; i++ {
-		port, err := freePort()
+		ports, err := loopback.FreePorts(1)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
 		opts := webhookapp.NewOptions()
 		opts.BindAddress = "127.0.0.1"
-		opts.Port = port
+		opts.Port = ports[0]
 		opts.CertDir = certs.LocalServingCertDir
 		opts.MetricsBindAddress = "0"
 		opts.HealthProbeBindAddress = "0"
@@ -72,7 +73,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 		done := make(chan error, 1)
 		go func() { done <- webhookapp.Run(ctx, cfg, opts) }()
 		w.done = append(w.done, done)
-		backend := fmt.Sprintf("127.0.0.1:%d", port)
+		backend := fmt.Sprintf("127.0.0.1:%d", ports[0])
 		if err := waitTLS(ctx, backend, certs.LocalServingCAData); err != nil {
 			w.Stop()
 			return nil, fmt.Errorf("webhook replica %d never served: %w", i, err)
@@ -125,26 +126,9 @@ func (w *Webhooks) Calls() []int64 {
 	return out
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func waitTLS(ctx context.Context, addr string, ca []byte) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: time.Second}
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := httpClient.Get("https://" + addr + "/")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return true, nil
+		return loopback.ServesTLS(addr, ca), nil
 	})
 }
 

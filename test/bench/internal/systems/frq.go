@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // frqConfigurationName names the registration of Karmada's ResourceBinding webhook.
@@ -36,9 +36,7 @@ type FRQ struct {
 	// ExtraWebhookArgs are appended to karmada-webhook's flags (to study a setting; none by default).
 	ExtraWebhookArgs []string
 
-	components  []*Component
-	certCleanup func()
-	registered  bool
+	running
 }
 
 // FRQControllers are the controllers run by default. federatedResourceQuotaEnforcement is the recount that
@@ -64,22 +62,17 @@ func (f *FRQ) Start(ctx context.Context) error {
 		return err
 	}
 	f.certCleanup = cleanup
-	port, err := freePort()
+	addrs, err := freeAddrs(5)
 	if err != nil {
 		return err
 	}
-	webhookMetrics, err1 := freeAddr()
-	webhookHealth, err2 := freeAddr()
-	cmMetrics, err3 := freeAddr()
-	cmHealth, err4 := freeAddr()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return err
-	}
+	serving, webhookMetrics, webhookHealth, cmMetrics, cmHealth := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
+	_, port, _ := strings.Cut(serving, ":")
 	const gate = "--feature-gates=FederatedQuotaEnforcement=true"
 	webhookArgs := append([]string{
 		"--kubeconfig", f.CP.Kubeconfig,
 		"--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(port),
+		"--secure-port", port,
 		"--cert-dir", certDir, // tls.crt and tls.key, its default file names
 		"--metrics-bind-address", webhookMetrics,
 		"--health-probe-bind-address", webhookHealth,
@@ -106,44 +99,43 @@ func (f *FRQ) Start(ctx context.Context) error {
 	}
 	f.components = append(f.components, &Component{Role: "controller", Proc: cm, MetricsAddr: cmMetrics})
 
-	if err := waitServing(ctx, webhook, fmt.Sprintf("127.0.0.1:%d", port), ca); err != nil {
+	if err := waitServing(ctx, webhook, serving, ca); err != nil {
 		return fmt.Errorf("karmada-webhook never served: %w", err)
 	}
 	if err := waitHealthy(ctx, cm, "http://"+cmHealth+"/healthz"); err != nil {
 		return fmt.Errorf("karmada-controller-manager never became healthy: %w", err)
 	}
-	if err := f.CP.Client.Create(ctx, frqWebhookConfiguration(fmt.Sprintf("https://127.0.0.1:%d", port), ca)); err != nil {
+	conf, err := frqWebhookConfiguration(serving, ca)
+	if err != nil {
+		return err
+	}
+	if err := f.CP.Client.Create(ctx, conf); err != nil {
 		return fmt.Errorf("registering karmada-webhook: %w", err)
 	}
-	f.registered = true
+	f.registered = conf
 	return nil
 }
 
-// frqWebhookConfiguration is Karmada's registration of its ResourceBinding validation
-// (artifacts/deploy/webhook-configuration.yaml, webhook resourcebinding.karmada.io), reached by URL. Karmada
-// also registers a mutating webhook on ResourceBinding CREATE that adds a permanent-id label; it has nothing to
-// do with quota and a Karmada installation runs it whichever quota system is used, so no configuration here
-// registers it.
-func frqWebhookConfiguration(baseURL string, ca []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	namespaced := admissionregistrationv1.NamespacedScope
+// frqWebhookConfiguration is Karmada's registration of its ResourceBinding validation, taken from the
+// configuration Karmada's installer applies (artifacts/deploy/webhook-configuration.yaml, webhook
+// resourcebinding.karmada.io) and pointed at addr. The other webhooks of that file are left out: none of them
+// sees a ResourceBinding write except the mutating one on CREATE, which adds a permanent-id label, has nothing to
+// do with quota, and a Karmada installation runs whichever quota system is used.
+func frqWebhookConfiguration(addr string, ca []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	_, karmada, err := framework.KarmadaWebhookConfigurations(addr, ca)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(karmada.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+		return w.Name == "resourcebinding.karmada.io"
+	})
+	if i < 0 {
+		return nil, errors.New("karmada's webhook configuration has no resourcebinding.karmada.io webhook")
+	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: frqConfigurationName},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "resourcebinding.karmada.io",
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{"work.karmada.io"}, APIVersions: []string{"*"},
-					Resources: []string{"resourcebindings"}, Scope: &namespaced,
-				},
-			}},
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(baseURL + "/validate-resourcebinding"), CABundle: ca},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](3),
-		}},
-	}
+		Webhooks:   karmada.Webhooks[i : i+1],
+	}, nil
 }
 
 // CreateQuota implements System: an FRQ with spec.overall only, which is what FederatedQuotaEnforcement
@@ -162,7 +154,7 @@ func (f *FRQ) Status(ctx context.Context, ns string) (Status, error) {
 	if err := f.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
 		return Status{}, err
 	}
-	return Status{Hard: canonical(q.Spec.Overall), Used: canonical(q.Status.OverallUsed)}, nil
+	return statusOf(q.Spec.Overall, q.Status.OverallUsed, nil)
 }
 
 // ControllerWrote implements System: the enforcement controller copies spec.overall into status.overall; the
@@ -175,26 +167,8 @@ func (f *FRQ) ControllerWrote(ctx context.Context, ns string) (bool, error) {
 	return len(q.Status.Overall) > 0, nil
 }
 
-// Processes implements System.
-func (f *FRQ) Processes() []*Component { return f.components }
-
 // Stop implements System.
-func (f *FRQ) Stop(ctx context.Context) error {
-	var errs []error
-	if f.registered {
-		conf := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: frqConfigurationName}}
-		if err := f.CP.Client.Delete(ctx, conf); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	for _, c := range f.components {
-		c.Proc.Stop(10 * time.Second)
-	}
-	if f.certCleanup != nil {
-		f.certCleanup()
-	}
-	return errors.Join(errs...)
-}
+func (f *FRQ) Stop(ctx context.Context) error { return f.stop(ctx, f.CP.Client) }
 
 // Describe implements System.
 func (f *FRQ) Describe() string {

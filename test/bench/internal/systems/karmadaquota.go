@@ -2,14 +2,10 @@ package systems
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,9 +22,7 @@ type KarmadaQuota struct {
 	// ExtraWebhookArgs are appended to the webhook's flags (to study a setting; none by default).
 	ExtraWebhookArgs []string
 
-	components  []*Component
-	certCleanup func()
-	registered  bool
+	running
 }
 
 // Name implements System.
@@ -44,23 +38,18 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 		return err
 	}
 	k.certCleanup = cleanup
-	port, err := freePort()
+	addrs, err := freeAddrs(5)
 	if err != nil {
 		return err
 	}
-	webhookMetrics, err1 := freeAddr()
-	webhookHealth, err2 := freeAddr()
-	controllerMetrics, err3 := freeAddr()
-	controllerHealth, err4 := freeAddr()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return err
-	}
+	serving, webhookMetrics, webhookHealth, controllerMetrics, controllerHealth := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
+	_, port, _ := strings.Cut(serving, ":")
 
 	args := append([]string{
 		"--kubeconfig", k.CP.Kubeconfig,
 		"--cert-dir", certDir,
 		"--bind-address", "127.0.0.1",
-		"--port", strconv.Itoa(port),
+		"--port", port,
 		"--metrics-bind-address", webhookMetrics,
 		"--health-probe-bind-address", webhookHealth,
 	}, k.ExtraWebhookArgs...)
@@ -84,17 +73,17 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 	if err := waitHealthy(ctx, webhook, "http://"+webhookHealth+"/readyz"); err != nil {
 		return fmt.Errorf("quota-webhook never became ready: %w", err)
 	}
-	if err := waitServing(ctx, webhook, fmt.Sprintf("127.0.0.1:%d", port), ca); err != nil {
+	if err := waitServing(ctx, webhook, serving, ca); err != nil {
 		return err
 	}
 	if err := waitHealthy(ctx, controller, "http://"+controllerHealth+"/readyz"); err != nil {
 		return fmt.Errorf("quota-controller never became ready: %w", err)
 	}
-	conf := admission.WebhookConfiguration(fmt.Sprintf("https://127.0.0.1:%d", port), ca)
+	conf := admission.WebhookConfiguration("https://"+serving, ca)
 	if err := k.CP.Client.Create(ctx, conf); err != nil {
 		return fmt.Errorf("registering the webhooks: %w", err)
 	}
-	k.registered = true
+	k.registered = conf
 	return nil
 }
 
@@ -112,7 +101,7 @@ func (k *KarmadaQuota) Status(ctx context.Context, ns string) (Status, error) {
 	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
 		return Status{}, err
 	}
-	return Status{Hard: canonical(q.Spec.Hard), Used: canonical(q.Status.Used), Pending: canonical(q.Status.Reserved)}, nil
+	return statusOf(q.Spec.Hard, q.Status.Used, q.Status.Reserved)
 }
 
 // ControllerWrote implements System: the controller mirrors spec.hard into status.hard; the webhook never
@@ -125,26 +114,8 @@ func (k *KarmadaQuota) ControllerWrote(ctx context.Context, ns string) (bool, er
 	return len(q.Status.Hard) > 0, nil
 }
 
-// Processes implements System.
-func (k *KarmadaQuota) Processes() []*Component { return k.components }
-
 // Stop implements System.
-func (k *KarmadaQuota) Stop(ctx context.Context) error {
-	var errs []error
-	if k.registered {
-		conf := admission.WebhookConfiguration("https://unused", nil)
-		if err := k.CP.Client.Delete(ctx, conf); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	for _, c := range k.components {
-		c.Proc.Stop(10 * time.Second)
-	}
-	if k.certCleanup != nil {
-		k.certCleanup()
-	}
-	return errors.Join(errs...)
-}
+func (k *KarmadaQuota) Stop(ctx context.Context) error { return k.stop(ctx, k.CP.Client) }
 
 // Describe implements System.
 func (k *KarmadaQuota) Describe() string {

@@ -6,21 +6,21 @@ package systems
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // Status is what a quota object says about itself, in karmada-quota's accounting units under canonical names
@@ -78,21 +78,43 @@ type Env struct {
 // QuotaName is the name of every quota object the benchmark creates.
 const QuotaName = "bench"
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+// running is what a quota configuration started, so that Stop undoes exactly that.
+type running struct {
+	components  []*Component
+	certCleanup func()
+	// registered is the webhook configuration the configuration registered, deleted on Stop.
+	registered client.Object
 }
 
-func freeAddr() (string, error) {
-	p, err := freePort()
-	if err != nil {
-		return "", err
+// Processes implements System.
+func (r *running) Processes() []*Component { return r.components }
+
+// stop unregisters the webhook first, so no write meets a webhook that is going away, then stops the processes.
+func (r *running) stop(ctx context.Context, c client.Client) error {
+	var err error
+	if r.registered != nil {
+		err = client.IgnoreNotFound(c.Delete(ctx, r.registered))
 	}
-	return fmt.Sprintf("127.0.0.1:%d", p), nil
+	for _, comp := range r.components {
+		comp.Proc.Stop(10 * time.Second)
+	}
+	if r.certCleanup != nil {
+		r.certCleanup()
+	}
+	return err
+}
+
+// freeAddrs returns n free 127.0.0.1:port addresses.
+func freeAddrs(n int) ([]string, error) {
+	ports, err := loopback.FreePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	return addrs, nil
 }
 
 // servingCerts creates a serving certificate for 127.0.0.1 as envtest does for webhooks: a folder holding
@@ -108,16 +130,7 @@ func servingCerts() (dir string, ca []byte, cleanup func(), err error) {
 // waitServing waits until addr completes a TLS handshake with a certificate ca trusts, and fails early if the
 // process exits.
 func waitServing(ctx context.Context, p *proc.Process, addr string, ca []byte) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	return waitFor(ctx, p, 60*time.Second, func() bool {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{RootCAs: pool})
-		if err != nil {
-			return false
-		}
-		conn.Close()
-		return true
-	})
+	return waitFor(ctx, p, 60*time.Second, func() bool { return loopback.ServesTLS(addr, ca) })
 }
 
 // waitHealthy waits until url answers 200.
@@ -159,15 +172,12 @@ func httpGet(ctx context.Context, url string) (string, error) {
 	return string(body), nil
 }
 
-// canonical converts a quota API's resource list to accounting units under canonical names.
-func canonical(l corev1.ResourceList) resources.List {
-	out := resources.List{}
-	for name, q := range l {
-		c, _, err := resources.Canonical(name)
-		if err != nil {
-			continue
-		}
-		out[c] = resources.Value(c, q)
-	}
-	return out
+// statusOf converts a quota API's resource lists to accounting units under canonical names.
+func statusOf(hard, used, pending corev1.ResourceList) (Status, error) {
+	var s Status
+	var errs [3]error
+	s.Hard, errs[0] = resources.Parse(hard)
+	s.Used, errs[1] = resources.Parse(used)
+	s.Pending, errs[2] = resources.Parse(pending)
+	return s, errors.Join(errs[:]...)
 }

@@ -16,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // Per-replica requests of every bound workload, and the two member clusters placements go to.
@@ -32,21 +34,6 @@ var (
 const placementAnnotation = "policy.karmada.io/applied-placement"
 
 const placement = `{"clusterAffinity":{"clusterNames":["member1","member2"]},"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted"}}`
-
-// newBinding is a binding as Karmada's detector creates it for a Deployment: the resource reference, the
-// desired replicas and the per-replica requirements, no placement yet.
-func newBinding(ns, name string, replicas int32) *workv1alpha2.ResourceBinding {
-	return &workv1alpha2.ResourceBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: workv1alpha2.ResourceBindingSpec{
-			Resource: workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name},
-			Replicas: replicas,
-			ReplicaRequirements: &workv1alpha2.ReplicaRequirements{
-				ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: ReplicaCPU, corev1.ResourceMemory: ReplicaMemory},
-			},
-		},
-	}
-}
 
 // Divide splits replicas over the member clusters as a Divided placement does: the first cluster takes the
 // remainder. Clusters that get none are left out, as the scheduler leaves them out.
@@ -149,8 +136,10 @@ func createBindings(ctx context.Context, c client.Client, namespaces []string, p
 	err := parallel(ctx, len(out), workers, func(ctx context.Context, i int) error {
 		ns, name := namespaces[i%len(namespaces)], fmt.Sprintf("rb-%04d", i/len(namespaces))
 		return retry(ctx, "creating binding "+ns+"/"+name, func() error {
-			rb := newBinding(ns, name, replicas)
-			err := c.Create(ctx, rb)
+			// As Karmada's detector creates it for a Deployment: the resource reference, the desired replicas and
+			// the per-replica requirements, no placement yet.
+			rb, err := framework.CreateBinding(ctx, c, utiltesting.MakeBinding(ns, name).Replicas(replicas).
+				Requests(corev1.ResourceList{corev1.ResourceCPU: ReplicaCPU, corev1.ResourceMemory: ReplicaMemory}))
 			if apierrors.IsAlreadyExists(err) {
 				// A create that timed out on the client but committed.
 				err = c.Get(ctx, client.ObjectKeyFromObject(rb), rb)
