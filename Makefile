@@ -52,6 +52,9 @@ LOCAL_KARMADA_TOOL_PATH := $(BIN):$(ETCD_BIN):$(KUBE_BIN):$(KARMADA_BIN):$(KWOK_
 
 GO_TEST_FLAGS ?=
 
+# What controller-gen generates lives in the chart, the one source of every object karmada-quota installs.
+CHART_FILES := deploy/charts/karmada-quota/files
+
 ##@ General
 
 .PHONY: help
@@ -82,15 +85,15 @@ demo: up ## Walk through the quota user stories on the local Karmada, narrated.
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions and CRD manifests.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
-	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=deploy/crds
-	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... output:rbac:artifacts:config=deploy/rbac/webhook
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=$(CHART_FILES)/crds
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... output:rbac:artifacts:config=$(CHART_FILES)/rbac/webhook
 	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./cmd/quota-controller/... \
-		output:rbac:artifacts:config=deploy/rbac/controller
+		output:rbac:artifacts:config=$(CHART_FILES)/rbac/controller
 
 .PHONY: verify
 verify: generate ## Fail when generated files are stale or go.mod is untidy.
 	go mod tidy
-	@paths="pkg/apis deploy/crds deploy/rbac go.mod go.sum"; \
+	@paths="pkg/apis $(CHART_FILES)/crds $(CHART_FILES)/rbac go.mod go.sum"; \
 	untracked=$$(git ls-files --others --exclude-standard -- $$paths); \
 	if ! git diff --quiet -- $$paths || [ -n "$$untracked" ]; then \
 		echo "generated files or go.mod are stale: run 'make generate' and 'go mod tidy', and commit:"; \

@@ -32,7 +32,7 @@ type Options struct {
 	Clock           clock.PassiveClock
 }
 
-// What the webhook needs in the karmada-apiserver; `make generate` writes it to deploy/rbac/webhook.
+// What the webhook needs in the karmada-apiserver; `make generate` writes it into the chart (files/rbac/webhook).
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get

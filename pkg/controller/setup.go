@@ -54,7 +54,7 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// What the controller needs in the karmada-apiserver; `make generate` writes it to deploy/rbac/controller.
+// What the controller needs in the karmada-apiserver; `make generate` writes it into the chart (files/rbac/controller).
 // Bindings are patched to requeue them; events go to quotas through both event APIs client-go may use.
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update

@@ -27,8 +27,9 @@ func (s *setup) installQuota(ctx context.Context) error {
 		return err
 	}
 	deploy := filepath.Join(framework.RepoRoot(), "deploy")
-	if err := applyFiles(ctx, c, filepath.Join(deploy, "crds"), filepath.Join(deploy, "rbac"),
-		filepath.Join(deploy, "rbac", "webhook"), filepath.Join(deploy, "rbac", "controller")); err != nil {
+	files := filepath.Join(deploy, "charts", "karmada-quota", "files")
+	if err := applyFiles(ctx, c, filepath.Join(files, "crds"), filepath.Join(deploy, "rbac"),
+		filepath.Join(files, "rbac", "webhook"), filepath.Join(files, "rbac", "controller")); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, "the KarmadaQuota API to be served", func(ctx context.Context) error {
@@ -57,7 +58,7 @@ func (s *setup) installQuota(ctx context.Context) error {
 	if err := s.process(ctx, QuotaWebhook, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe),
 		s.bin["quota-webhook"],
 		"--kubeconfig", kubeconfigs[QuotaWebhook],
-		"--bind-address", "127.0.0.1", "--port", fmt.Sprint(serve),
+		"--webhook-bind-address", fmt.Sprintf("127.0.0.1:%d", serve),
 		"--cert-dir", filepath.Dir(s.serve.Cert),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),

@@ -44,13 +44,24 @@ func TestOptionsValidate(t *testing.T) {
 			modify:   func(o *Options) { o.DecisionTimeout = 31 * time.Second },
 			wantErrs: []string{"--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got 31s"},
 		},
+		"a loopback address": {
+			modify: func(o *Options) { o.BindAddress = "127.0.0.1:8443" },
+		},
 		"port 0": {
-			modify:   func(o *Options) { o.Port = 0 },
-			wantErrs: []string{"--port must be between 1 and 65535, got 0"},
+			modify:   func(o *Options) { o.BindAddress = ":0" },
+			wantErrs: []string{`--webhook-bind-address: the port must be between 1 and 65535, got "0"`},
 		},
 		"a port beyond 65535": {
-			modify:   func(o *Options) { o.Port = 65536 },
-			wantErrs: []string{"--port must be between 1 and 65535, got 65536"},
+			modify:   func(o *Options) { o.BindAddress = ":65536" },
+			wantErrs: []string{`--webhook-bind-address: the port must be between 1 and 65535, got "65536"`},
+		},
+		"a port without a host part": {
+			modify:   func(o *Options) { o.BindAddress = "9443" },
+			wantErrs: []string{`--webhook-bind-address must be host:port, got "9443"`},
+		},
+		"TLS below 1.2": {
+			modify:   func(o *Options) { o.TLS.MinVersion = "VersionTLS10" },
+			wantErrs: []string{`--tls-min-version must be VersionTLS12 or VersionTLS13, got "VersionTLS10"`},
 		},
 		"no time to drain on shutdown": {
 			modify:   func(o *Options) { o.GracefulShutdownTimeout = 0 },
@@ -70,12 +81,12 @@ func TestOptionsValidate(t *testing.T) {
 		},
 		"every error is reported at once": {
 			modify: func(o *Options) {
-				o.Port = 0
+				o.BindAddress = ":0"
 				o.ReservationTTL = time.Minute
 				o.DecisionTimeout = time.Minute
 			},
 			wantErrs: []string{
-				"--port must be between 1 and 65535, got 0",
+				`--webhook-bind-address: the port must be between 1 and 65535, got "0"`,
 				"--reservation-ttl must exceed the apiserver's request timeout (1m0s), got 1m0s",
 				"--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got 1m0s",
 			},
@@ -102,7 +113,8 @@ func TestOptionsAddFlags(t *testing.T) {
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{
 		"--kubeconfig=/etc/karmada/karmada.config",
-		"--port=8443",
+		"--webhook-bind-address=127.0.0.1:8443",
+		"--tls-min-version=VersionTLS13",
 		"--reservation-ttl=90s",
 		"--decision-timeout=5s",
 	}); err != nil {
@@ -110,7 +122,8 @@ func TestOptionsAddFlags(t *testing.T) {
 	}
 	want := NewOptions()
 	want.Kubeconfig = "/etc/karmada/karmada.config"
-	want.Port = 8443
+	want.BindAddress = "127.0.0.1:8443"
+	want.TLS.MinVersion = "VersionTLS13"
 	want.ReservationTTL = 90 * time.Second
 	want.DecisionTimeout = 5 * time.Second
 	if diff := cmp.Diff(want, o); diff != "" {

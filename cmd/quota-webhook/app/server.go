@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,16 +35,22 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 
 	cfg = opts.ClientConfig(cfg, "karmada-quota-webhook")
 
+	host, port, err := opts.hostPort()
+	if err != nil {
+		return err
+	}
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		GracefulShutdownTimeout: &shutdown,
+		// The server reloads the certificate when the files in CertDir change, so a renewal needs no restart.
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    opts.BindAddress,
-			Port:    opts.Port,
+			Host:    host,
+			Port:    port,
 			CertDir: opts.CertDir,
+			TLSOpts: []func(*tls.Config){opts.TLS.Apply},
 		}),
 	})
 	if err != nil {
@@ -60,6 +67,6 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	log.Info("Starting quota-webhook", "port", opts.Port, "reservationTTL", opts.ReservationTTL)
+	log.Info("Starting quota-webhook", "address", opts.BindAddress, "reservationTTL", opts.ReservationTTL)
 	return mgr.Start(ctx)
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/karmada-quota/karmada-quota/pkg/version"
 )
 
 // Options are a binary's flags.
@@ -22,11 +24,12 @@ type Options interface {
 }
 
 // New returns the command use: it validates opts, loads the rest config from *kubeconfig (in-cluster config or
-// $KUBECONFIG when empty) and calls run until a termination signal.
+// $KUBECONFIG when empty) and calls run until a termination signal. `use --version` prints the build and exits.
 func New(use, short string, opts Options, kubeconfig *string, run func(ctx context.Context, cfg *rest.Config) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           use,
 		Short:         short,
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(*cobra.Command, []string) error {
@@ -46,6 +49,7 @@ func New(use, short string, opts Options, kubeconfig *string, run func(ctx conte
 			return nil
 		},
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	opts.AddFlags(cmd.Flags())
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)

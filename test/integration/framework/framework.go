@@ -70,7 +70,7 @@ func NewEnvironment() (*envtest.Environment, error) {
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{
 			Scheme:             s,
-			Paths:              append([]string{filepath.Join(RepoRoot(), "deploy", "crds")}, karmadaCRDs...),
+			Paths:              append([]string{filepath.Join(RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds")}, karmadaCRDs...),
 			ErrorIfPathMissing: true,
 		},
 		ErrorIfCRDPathMissing: true,

@@ -57,8 +57,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 			return nil, err
 		}
 		opts := webhookapp.NewOptions()
-		opts.BindAddress = "127.0.0.1"
-		opts.Port = ports[0]
+		opts.BindAddress = fmt.Sprintf("127.0.0.1:%d", ports[0])
 		opts.CertDir = certs.LocalServingCertDir
 		opts.MetricsBindAddress = "0"
 		opts.HealthProbeBindAddress = "0"

@@ -43,13 +43,11 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 		return err
 	}
 	serving, webhookMetrics, webhookHealth, controllerMetrics, controllerHealth := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
-	_, port, _ := strings.Cut(serving, ":")
 
 	args := append([]string{
 		"--kubeconfig", k.CP.Kubeconfig,
 		"--cert-dir", certDir,
-		"--bind-address", "127.0.0.1",
-		"--port", port,
+		"--webhook-bind-address", serving,
 		"--metrics-bind-address", webhookMetrics,
 		"--health-probe-bind-address", webhookHealth,
 	}, k.ExtraWebhookArgs...)
