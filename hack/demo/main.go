@@ -3,7 +3,7 @@
 // the usage, a deployment that would exceed the quota is refused, and scaling another one down lets it through
 // without anyone touching it. `make demo` runs it.
 //
-//	demo --dir .local/karmada --karmadactl PATH
+//	demo --dir .local/karmada --karmadactl PATH --plugin PATH
 //
 // Every claim it prints is read back from the running system, and every wait is bounded: a step that does not
 // happen fails the demo with what was awaited and what was last seen.
@@ -33,6 +33,7 @@ type demo struct {
 	*narrator
 	env            *localkarmada.Environment
 	karmadactlPath string
+	pluginPath     string
 	karmada        client.Client
 	karmadaConfig  *rest.Config
 	members        []member
@@ -56,6 +57,7 @@ func run(args []string) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	dir := fset.String("dir", ".local/karmada", "Folder of the local Karmada started by `make up`.")
 	karmadactl := fset.String("karmadactl", "karmadactl", "Path of the karmadactl binary the demo runs.")
+	plugin := fset.String("plugin", "kubectl-karmada-quota", "Path of the kubectl-karmada-quota plugin the demo runs.")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func run(args []string) error {
 	// fails says what it saw.
 	crlog.SetLogger(crlog.Log.WithSink(crlog.NullLogSink{}))
 
-	d, err := connect(ctx, *dir, *karmadactl)
+	d, err := connect(ctx, *dir, *karmadactl, *plugin)
 	if err != nil {
 		return err
 	}
@@ -73,7 +75,7 @@ func run(args []string) error {
 }
 
 // connect finds the running environment and makes the clients, failing with what to do when nothing runs.
-func connect(ctx context.Context, dir, karmadactl string) (*demo, error) {
+func connect(ctx context.Context, dir, karmadactl, plugin string) (*demo, error) {
 	env, err := localkarmada.Load(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no local Karmada in %s: run `make up` first", dir)
@@ -92,7 +94,14 @@ func connect(ctx context.Context, dir, karmadactl string) (*demo, error) {
 	if path, err = filepath.Abs(path); err != nil {
 		return nil, err
 	}
-	d := &demo{narrator: newNarrator(os.Stdout), env: env, karmadactlPath: path}
+	pluginPath, err := exec.LookPath(plugin)
+	if err != nil {
+		return nil, fmt.Errorf("kubectl-karmada-quota (--plugin %s): %w; `make build` builds it", plugin, err)
+	}
+	if pluginPath, err = filepath.Abs(pluginPath); err != nil {
+		return nil, err
+	}
+	d := &demo{narrator: newNarrator(os.Stdout), env: env, karmadactlPath: path, pluginPath: pluginPath}
 	if d.karmadaConfig, err = localkarmada.RESTConfig(env.Karmada.Kubeconfig); err != nil {
 		return nil, err
 	}

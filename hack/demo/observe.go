@@ -251,20 +251,31 @@ func (d *demo) waitMembersRun(ctx context.Context, workloads ...workload) error 
 // karmadactl runs the real karmadactl against the karmada-apiserver and prints the command line and its output,
 // as a user would see them in a terminal.
 func (d *demo) karmadactl(ctx context.Context, args ...string) error {
-	shown := make([]string, len(args))
+	return d.command(ctx, "karmadactl", d.karmadactlPath, args)
+}
+
+// quotaPlugin runs the kubectl plugin `kubectl karmada quota` against the karmada-apiserver, as a team member
+// reads their quota, and prints the command line and its output.
+func (d *demo) quotaPlugin(ctx context.Context, args ...string) error {
+	return d.command(ctx, "kubectl karmada quota", d.pluginPath, args)
+}
+
+// command runs a program with the karmada-apiserver's kubeconfig, shown as shown followed by the arguments.
+func (d *demo) command(ctx context.Context, shown, path string, args []string) error {
+	quoted := make([]string, len(args))
 	for i, a := range args {
-		shown[i] = shellQuote(a)
+		quoted[i] = shellQuote(a)
 	}
-	d.write("$ karmadactl "+strings.Join(shown, " ")+"\n", true, false)
+	d.write("$ "+shown+" "+strings.Join(quoted, " ")+"\n", true, false)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, d.karmadactlPath, append([]string{"--kubeconfig", d.env.Karmada.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, path, append(args, "--kubeconfig", d.env.Karmada.Kubeconfig)...)
 	// The output streams into the narration as it comes, so it lands in order with the live timeline of step 4.
 	cmd.Stdout, cmd.Stderr = d.narrator, d.narrator
 	err := cmd.Run()
 	d.paragraphEnd()
 	if err != nil {
-		return fmt.Errorf("karmadactl %s: %w", strings.Join(args, " "), err)
+		return fmt.Errorf("%s %s: %w", shown, strings.Join(args, " "), err)
 	}
 	return nil
 }

@@ -235,7 +235,12 @@ func (d *demo) teamDeploys(ctx context.Context) error {
 	if err := d.karmadactl(ctx, "get", "kq", "-n", namespace); err != nil {
 		return err
 	}
-	return d.usageTable(ctx)
+	if err := d.usageTable(ctx); err != nil {
+		return err
+	}
+	d.info("what a team member reads with the kubectl plugin, with the view role of the namespace: the table of " +
+		"`kubectl describe resourcequota`, and the usage per member cluster")
+	return d.quotaPlugin(ctx, "describe", quotaName, "-n", namespace)
 }
 
 // deploy creates the workload's PropagationPolicy and Deployment on the karmada-apiserver.
@@ -318,6 +323,11 @@ func (d *demo) overQuotaRefused(ctx context.Context) error {
 	d.info("(karmada-scheduler records its events under its scheduler name, default-scheduler; it retries the " +
 		"binding, and each refusal adds to the count.)")
 	d.paragraphEnd()
+	d.info("the team asks why batch does not run: the quota that refuses it, what is short and by how much, and " +
+		"whether it can ever fit")
+	if err := d.quotaPlugin(ctx, "why", "deployment/"+batch.name, "-n", namespace); err != nil {
+		return err
+	}
 	if err := d.waitQuotaSettled(ctx, used); err != nil {
 		return err
 	}
@@ -416,7 +426,12 @@ func (d *demo) scaleDownFreesQuota(ctx context.Context) error {
 	if err := d.karmadactl(ctx, "get", "kq", "-n", namespace); err != nil {
 		return err
 	}
-	return d.usageTable(ctx)
+	if err := d.usageTable(ctx); err != nil {
+		return err
+	}
+	d.info("what a team member reads with the kubectl plugin, with the view role of the namespace: the table of " +
+		"`kubectl describe resourcequota`, and the usage per member cluster")
+	return d.quotaPlugin(ctx, "describe", quotaName, "-n", namespace)
 }
 
 // showRequeueEvents prints the events quota-controller recorded on the quota when it requeued a binding.
@@ -485,11 +500,14 @@ func (d *demo) whatNext() {
   %[2]s patch deployment cache -n %[5]s --type merge -p '{"spec":{"replicas":%[15]d}}'
   %[3]s get resourcebinding cache-deployment -n %[5]s \
       -o jsonpath='{.status.conditions[?(@.type=="Scheduled")].message}'
+  # or, as the team would ask it, with the kubectl plugin (bin/kubectl-karmada-quota, `+"`make build`"+`):
+  kubectl-karmada-quota why deployment/cache -n %[5]s --kubeconfig %[16]s
+  kubectl-karmada-quota top -A --kubeconfig %[16]s
 
   # start over (the demo deletes business-a first), or stop everything `+"`make up`"+` started
   make demo
   make down`, setup, karmada, kubectl, quotaName, namespace,
 		kubeconfig(d.members[0].kubeconfig), kubeconfig(d.members[1].kubeconfig),
 		more, clusters, cacheStore.cpu, biggerCache.cpuUsed()-cacheStore.cpuUsed(), used, hardCPU(),
-		cacheStore.replicas, biggerCache.replicas))
+		cacheStore.replicas, biggerCache.replicas, kubeconfig(d.env.Karmada.Kubeconfig)))
 }

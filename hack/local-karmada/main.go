@@ -87,6 +87,7 @@ Karmada is up with %d member clusters and karmada-quota installed (%d processes)
 kubeconfigs
   karmada  %s
 %s
+  host     %s (node %s: pods run as local processes)
 logs       %s
 
 try
@@ -95,5 +96,5 @@ try
   make demo       # the quota walkthrough on this environment
   make down       # stop everything make up started
 `, len(env.Members), len(env.Processes), env.Karmada.Kubeconfig, strings.Join(members, "\n"),
-		filepath.Join(env.Dir, "logs"), karmadactl, karmadactl)
+		env.Host.Kubeconfig, env.HostKubelet.Node, filepath.Join(env.Dir, "logs"), karmadactl, karmadactl)
 }

@@ -9,10 +9,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +24,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
 
 // ReasonQuotaExceeded is the status reason of a denial. Karmada's scheduler recognises exactly a 403 with this
@@ -36,40 +40,67 @@ type Request struct {
 	// Old is nil for a create.
 	Old    *usage.Usage
 	DryRun bool
+	// BaseResourceVersion is the resourceVersion of the old object an update was built on: if the binding has
+	// moved past it, the attempt cannot commit (quota.Write.Freshness).
+	BaseResourceVersion string
 }
 
 // Admitter decides binding writes against every quota of their namespace. Concurrent requests for one namespace
-// are decided together: one fresh read of the namespace's quotas, each request decided in turn, one
+// are decided together: one read of the namespace's quotas, each request decided in turn (quota.Decide), one
 // compare-and-swap status write per changed quota. A lost race re-reads and decides again, so contention between
 // admissions, in this process or another replica, never reaches a client as an error.
 //
-// Which quotas a namespace has comes from an informer; each quota's state is then read with a GET, which the
-// apiserver serves from etcd. A consistent LIST would be exact for the set too, but the apiserver serves it from
-// its watch cache once that has caught up with etcd, which under write load on other resources waits for a
-// progress notification: measured at 63 ms per LIST against 3 ms per GET. The informer only lags for a quota
-// created milliseconds ago, the same window Kubernetes' ResourceQuota admission has.
+// The quotas are read from the informer, or from this process's own last write of a quota when the informer has
+// not caught up with it yet (the same resourceVersion comparison Kubernetes' ResourceQuota admission makes). The
+// compare-and-swap is what makes an admission exact: a status write lands only on the version it was decided
+// on, so an admission decided on a stale copy never lands; its quota is then read from the apiserver and the
+// batch decided again. A refusal decided on a copy milliseconds old is what any reader of the quota could have
+// answered then. Reading the informer instead of the apiserver saves a GET per batch, which in a namespace
+// without concurrent writes is a GET per admission.
 type Admitter struct {
-	quotas  client.Reader
-	reader  client.Reader
-	writer  client.Client
-	clock   clock.PassiveClock
-	ttl     time.Duration
-	timeout time.Duration
+	quotas   client.Reader
+	reader   client.Reader
+	bindings client.Reader
+	writer   client.Client
+	clock    clock.PassiveClock
+	ttl      time.Duration
+	timeout  time.Duration
+	// maxReservations is the bound of a quota's reservation list (quota.MaxReservations unless lowered).
+	maxReservations int
 
 	mu     sync.Mutex
 	queues map[string][]*pending
+
+	// written holds the object each status write of this process returned, while it is newer than the
+	// informer's copy: the namespace's next batch decides on it instead of losing a race against its own write.
+	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
+	// foldingChecked is set once a dry-run write proved that the stored schema keeps status.foldedReservations.
+	foldingChecked atomic.Bool
+	// synced reports whether the quota informer behind quotas has synced; nil: quotas is always current.
+	synced func() bool
 }
 
 type pending struct {
 	Request
 	done chan error
+	// classified is set once the request's freshness is known; cannotCommit then says whether it is stale.
+	classified, cannotCommit bool
 }
 
-// NewAdmitter returns an Admitter. quotas lists a namespace's quotas (an informer-backed cache); reader must read
-// from the apiserver, not a cache: a decision has to see the reservations other replicas wrote a moment ago. ttl
-// is how long a reservation outlives a write that never happened; timeout bounds one batch's decision.
-func NewAdmitter(quotas, reader client.Reader, writer client.Client, clk clock.PassiveClock, ttl, timeout time.Duration) *Admitter {
-	return &Admitter{quotas: quotas, reader: reader, writer: writer, clock: clk, ttl: ttl, timeout: timeout, queues: map[string][]*pending{}}
+// NewAdmitter returns an Admitter. quotas lists a namespace's quotas (an informer-backed cache); reader reads
+// quotas from the apiserver after a lost race, and bindings reads a binding from the apiserver when an attempt may
+// be stale. ttl is how long a reservation outlives a write that never happened; timeout bounds one batch's
+// decision; maxReservations bounds each quota's reservation list (0: quota.MaxReservations).
+func NewAdmitter(quotas, reader, bindings client.Reader, writer client.Client, clk clock.PassiveClock, ttl, timeout time.Duration, maxReservations int) *Admitter {
+	if maxReservations <= 0 || maxReservations > quota.MaxReservations {
+		maxReservations = quota.MaxReservations
+	}
+	return &Admitter{
+		quotas: quotas, reader: reader, bindings: bindings, writer: writer, clock: clk, ttl: ttl, timeout: timeout,
+		maxReservations: maxReservations,
+		queues:          map[string][]*pending{},
+		written:         lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+	}
 }
 
 // Admit decides r. It returns nil when admitted, a 403 QuotaExceeded status error when a quota refuses, and
@@ -109,16 +140,12 @@ func (a *Admitter) drain(namespace string) {
 	}
 }
 
-// errConflict means a quota changed between the read and the write of one attempt.
-var errConflict = errors.New("quota status changed since it was read")
+// conflictError means a quota changed between the read and the write of one attempt: the version read was
+// resourceVersion.
+type conflictError struct{ quota, resourceVersion string }
 
-// committed remembers, per quota and reservation key, what this batch wrote, so that a request refused on a
-// later attempt can be rolled back in the quotas that already admitted it.
-type committed map[string]map[quota.Key]undo
-
-type undo struct {
-	prior *quota.Reservation // the reservation before this batch first wrote the key; nil if there was none
-	wrote quota.Reservation  // what this batch last wrote
+func (e conflictError) Error() string {
+	return fmt.Sprintf("quota %s changed since it was read", e.quota)
 }
 
 func (a *Admitter) decide(namespace string, batch []*pending) {
@@ -127,19 +154,24 @@ func (a *Admitter) decide(namespace string, batch []*pending) {
 	defer cancel()
 	log := klog.FromContext(ctx).WithValues("namespace", namespace, "batch", len(batch))
 
-	written := committed{}
+	written := quota.Written{}
+	// The versions of quotas whose write lost a race: the next attempt needs a newer one.
+	stale := map[string]string{}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			metrics.AdmissionRetries.Inc()
-			// A short random pause lets the writer that won the race finish before we read again.
-			backoff := time.Duration(rand.Int64N(int64(min(attempt, 10)) * int64(time.Millisecond)))
+			// A short random pause lets the writer that won the race finish, and its write reach the informer,
+			// before we read again; it also keeps replicas racing for one quota from retrying in step.
+			backoff := time.Duration(rand.Int64N(int64(min(attempt, 10)) * int64(5*time.Millisecond)))
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
 			}
 		}
-		results, err := a.attempt(ctx, namespace, batch, written)
-		if errors.Is(err, errConflict) && ctx.Err() == nil {
+		results, err := a.attempt(ctx, namespace, batch, written, stale)
+		var conflict conflictError
+		if errors.As(err, &conflict) && ctx.Err() == nil {
+			stale[conflict.quota] = conflict.resourceVersion
 			continue
 		}
 		if err != nil {
@@ -158,20 +190,20 @@ func (a *Admitter) decide(namespace string, batch []*pending) {
 	}
 }
 
-// attempt reads the namespace's quotas, decides every request of the batch in order, and writes each changed
+// attempt reads the namespace's quotas, decides every request of the batch (quota.Decide), and writes each changed
 // quota with its resourceVersion as precondition.
-func (a *Admitter) attempt(ctx context.Context, namespace string, batch []*pending, written committed) ([]error, error) {
-	list, err := a.read(ctx, namespace)
+func (a *Admitter) attempt(ctx context.Context, namespace string, batch []*pending, written quota.Written, stale map[string]string) ([]error, error) {
+	list, err := a.read(ctx, namespace, stale)
 	if err != nil {
 		return nil, err
 	}
-	ledgers := make([]*quota.Ledger, len(list.Items))
-	for i := range list.Items {
-		l, err := quota.NewLedger(&list.Items[i])
+	ledgers := make([]*quota.Ledger, len(list))
+	for i := range list {
+		l, err := quota.NewLedger(list[i])
 		if err != nil {
 			// A quota we cannot read could limit anything: refuse rather than guess.
 			broken := apierrors.NewForbidden(quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource(),
-				list.Items[i].Name, err)
+				list[i].Name, err)
 			results := make([]error, len(batch))
 			for j := range results {
 				results[j] = broken
@@ -181,91 +213,91 @@ func (a *Admitter) attempt(ctx context.Context, namespace string, batch []*pendi
 		ledgers[i] = l
 	}
 
-	// Seconds are what survive the round trip through status; RestoreIf compares against what was written.
-	expires := a.clock.Now().Add(a.ttl).Truncate(time.Second)
-	changed := make([]bool, len(ledgers))
-	pendingUndo := make([]map[quota.Key]undo, len(ledgers))
-	results := make([]error, len(batch))
+	writes := make([]quota.Write, len(batch))
 	for i, p := range batch {
-		demands := make([]quota.Demand, len(ledgers))
-		var denials []*quota.Denial
-		for j, l := range ledgers {
-			demands[j] = l.Demand(p.Key, p.Owner, p.New, p.Old)
-			if denial := l.Check(demands[j]); denial != nil {
-				denials = append(denials, denial)
-			}
+		writes[i] = quota.Write{Key: p.Key, Owner: p.Owner, New: p.New, Old: p.Old, DryRun: p.DryRun}
+		if !p.classified {
+			p.cannotCommit = a.cannotCommit(ctx, p, writes[i].Freshness(ledgers))
+			p.classified = true
 		}
-		if len(denials) > 0 {
-			results[i] = quotaExceeded(denials)
-			// All or nothing: a quota that admitted this write on an earlier attempt gets its reservation back.
-			for j, l := range ledgers {
-				if u, ok := written[l.Name][p.Key]; ok && l.RestoreIf(p.Key, u.wrote, u.prior) {
-					changed[j] = true
-					metrics.ReservationsRolledBack.Inc()
-				}
-			}
-			continue
-		}
-		if p.DryRun {
-			continue
-		}
-		for j, l := range ledgers {
-			prior, didChange := l.Reserve(demands[j], expires)
-			if !didChange {
-				continue
-			}
-			changed[j] = true
-			if pendingUndo[j] == nil {
-				pendingUndo[j] = map[quota.Key]undo{}
-			}
-			// The state to roll back to is the one before this batch first touched the key: on an earlier
-			// attempt, or earlier in this one when the batch holds the same write twice.
-			u, seen := pendingUndo[j][p.Key]
-			if !seen {
-				u, seen = written[l.Name][p.Key]
-			}
-			if !seen {
-				u.prior = prior
-			}
-			u.wrote = *l.Find(p.Key)
-			pendingUndo[j][p.Key] = u
+		writes[i].CannotCommit = p.cannotCommit
+	}
+	// Seconds are what survive the round trip through status; RestoreIf compares against what was written.
+	d := quota.Decide(ledgers, writes, written, quota.Policy{
+		Expires:         a.clock.Now().Add(a.ttl).Truncate(time.Second),
+		MaxReservations: a.maxReservations,
+	})
+
+	results := make([]error, len(batch))
+	for i := range batch {
+		if len(d.Denials[i]) > 0 {
+			results[i] = quotaExceeded(d.Denials[i])
 		}
 	}
-
 	for j, l := range ledgers {
-		if !changed[j] {
+		if !d.Changed[j] {
 			continue
 		}
-		obj := &list.Items[j]
+		obj := list[j]
+		base := obj.ResourceVersion
 		l.WriteReservations(&obj.Status)
+		if err := a.checkFolding(ctx, obj); err != nil {
+			return nil, err
+		}
 		if err := a.writer.Status().Update(ctx, obj); err != nil {
 			if apierrors.IsConflict(err) {
-				metrics.StatusConflicts.WithLabelValues("webhook").Inc()
-				return nil, errConflict
+				metrics.StatusWriteConflict(metrics.WriterWebhook)
+				return nil, conflictError{quota: l.Name, resourceVersion: base}
 			}
 			return nil, fmt.Errorf("writing the status of quota %s: %w", l.Name, err)
 		}
-		metrics.ReservationsWritten.Add(float64(len(pendingUndo[j])))
-		if written[l.Name] == nil {
-			written[l.Name] = map[quota.Key]undo{}
-		}
-		for key, u := range pendingUndo[j] {
-			written[l.Name][key] = u
-		}
+		a.written.Remember(obj)
+		metrics.ReservationsWritten.Add(float64(len(d.Undo[j])))
+		written.Landed(l.Name, d.Undo[j])
 	}
+	metrics.ReservationsRolledBack.Add(float64(d.RolledBack))
 	return results, nil
 }
 
-// Governed reports whether the namespace has any quota. A write in a namespace without one needs no decision: a
-// free answer from the informer, instead of a read of the binding and a batch.
-func (a *Admitter) Governed(ctx context.Context, namespace string) (bool, error) {
-	known, err := a.known(ctx, namespace)
-	return len(known.Items) > 0, err
+// cannotCommit settles a request's freshness: an update recognised as stale from the quotas alone, or, when they
+// leave it open, read from the apiserver. The apiserver makes its first attempt at an update on its watch cache's
+// copy of the binding, which can be a generation behind: such an attempt cannot commit, and reserving for it would
+// charge an earlier key with a stale delta until the controller settles it. If the binding cannot be read, the
+// attempt is decided as any other (reserving is the conservative side).
+func (a *Admitter) cannotCommit(ctx context.Context, p *pending, f quota.Freshness) bool {
+	switch f {
+	case quota.Stale:
+		return true
+	case quota.Ambiguous:
+		if a.bindings == nil || p.BaseResourceVersion == "" {
+			return false
+		}
+		var current workv1alpha2.ResourceBinding
+		if err := a.bindings.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Owner.Name}, &current); err != nil {
+			return false
+		}
+		return current.UID == p.Key.UID && current.ResourceVersion != p.BaseResourceVersion
+	}
+	return false
 }
 
-// known lists the namespace's quotas as the informer has them. Only their names are used (read fetches each
-// fresh), so the cache's objects are not deep-copied.
+// Governed reports whether the namespace has any quota. A write in a namespace without one needs no decision: a
+// free answer from the informer, instead of a batch.
+func (a *Admitter) Governed(ctx context.Context, namespace string) (bool, error) {
+	known, err := a.known(ctx, namespace)
+	if err != nil {
+		return false, err
+	}
+	return len(known.Items) > 0, nil
+}
+
+// known lists the namespace's quotas as the informer has them, not deep-copied: callers copy what they change.
 func (a *Admitter) known(ctx context.Context, namespace string) (*quotav1alpha1.KarmadaQuotaList, error) {
+	// An informer that never synced (a replica that may not list or watch quotas) would hold the call until the
+	// apiserver gives up on it; refuse at once, saying why.
+	if a.synced != nil && !a.synced() {
+		return nil, errors.New("listing quotas: the KarmadaQuota informer has not synced (this replica must be able to list and watch karmadaquotas)")
+	}
 	var known quotav1alpha1.KarmadaQuotaList
 	if err := a.quotas.List(ctx, &known, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quotas: %w", err)
@@ -273,25 +305,53 @@ func (a *Admitter) known(ctx context.Context, namespace string) (*quotav1alpha1.
 	return &known, nil
 }
 
-// read returns the namespace's quotas, sorted by name, each as etcd has it now.
-func (a *Admitter) read(ctx context.Context, namespace string) (*quotav1alpha1.KarmadaQuotaList, error) {
+// read returns copies of the namespace's quotas, sorted by name: the newer of the informer's copy and this
+// process's last write. A quota whose write lost a race (in stale, with the version that lost) must be newer than
+// that: the informer usually has the winner's write a moment later, and the apiserver is read only when it has
+// not.
+func (a *Admitter) read(ctx context.Context, namespace string, stale map[string]string) ([]*quotav1alpha1.KarmadaQuota, error) {
 	known, err := a.known(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
-	fresh := &quotav1alpha1.KarmadaQuotaList{Items: make([]quotav1alpha1.KarmadaQuota, 0, len(known.Items))}
+	out := make([]*quotav1alpha1.KarmadaQuota, 0, len(known.Items))
 	for i := range known.Items {
-		var q quotav1alpha1.KarmadaQuota
-		if err := a.reader.Get(ctx, client.ObjectKeyFromObject(&known.Items[i]), &q); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+		q := a.written.Newest(&known.Items[i])
+		if lost, ok := stale[q.Name]; ok && !lastwrite.Newer(q.ResourceVersion, lost) {
+			q = &quotav1alpha1.KarmadaQuota{}
+			if err := a.reader.Get(ctx, client.ObjectKeyFromObject(&known.Items[i]), q); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, fmt.Errorf("reading quota %s: %w", known.Items[i].Name, err)
 			}
-			return nil, fmt.Errorf("reading quota %s: %w", known.Items[i].Name, err)
 		}
-		fresh.Items = append(fresh.Items, q)
+		out = append(out, q)
 	}
-	sort.Slice(fresh.Items, func(i, j int) bool { return fresh.Items[i].Name < fresh.Items[j].Name })
-	return fresh, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// checkFolding makes sure, once per process, that the apiserver keeps status.foldedReservations before the first
+// status that carries it is written: a KarmadaQuota CRD older than this webhook would prune the field, and with it
+// the charge of every folded reservation. A dry-run write shows what would be stored without storing it.
+func (a *Admitter) checkFolding(ctx context.Context, obj *quotav1alpha1.KarmadaQuota) error {
+	if obj.Status.FoldedReservations == nil || a.foldingChecked.Load() {
+		return nil
+	}
+	probe := obj.DeepCopy()
+	if err := a.writer.Status().Update(ctx, probe, client.DryRunAll); err != nil {
+		if apierrors.IsConflict(err) {
+			return conflictError{quota: obj.Name, resourceVersion: obj.ResourceVersion}
+		}
+		return fmt.Errorf("checking that quota %s can hold folded reservations: %w", obj.Name, err)
+	}
+	if probe.Status.FoldedReservations == nil {
+		return fmt.Errorf("the KarmadaQuota CRD in the apiserver drops status.foldedReservations: apply the CRD of this " +
+			"release, or the reservations of a quota past its bound cannot be kept")
+	}
+	a.foldingChecked.Store(true)
+	return nil
 }
 
 // quotaExceeded renders the denials of every refusing quota as one 403 the scheduler recognises.

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -70,7 +71,7 @@ func newClient(funcs *interceptor.Funcs, quotas ...*quotav1alpha1.KarmadaQuota) 
 }
 
 func newAdmitter(c client.Client) *Admitter {
-	return NewAdmitter(c, c, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second)
+	return NewAdmitter(c, c, c, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
 }
 
 // request builds what the binding webhook asks of the Admitter for a write from old (nil: create) to rb.
@@ -544,7 +545,7 @@ func TestAdmitConflictOnSecondQuota(t *testing.T) {
 			c := newClient(&funcs, first.Obj(), second.Obj())
 			rolledBack := counter(metrics.ReservationsRolledBack)
 
-			a := NewAdmitter(c, c, c, clk, ttl, 10*time.Second)
+			a := NewAdmitter(c, c, c, c, clk, ttl, 10*time.Second, 0)
 			checkError(t, tc.wantErr, a.Admit(context.Background(), request(t, web.Obj(), nil)))
 
 			if diff := cmp.Diff(tc.wantFirst.Status, getQuota(t, c, "a-first").Status, statusOpts); diff != "" {
@@ -833,7 +834,7 @@ func TestBindingValidatorNamespaceWithoutQuota(t *testing.T) {
 		},
 	}
 	c := newClient(&funcs, utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj())
-	v := &BindingValidator{admitter: newAdmitter(c), bindings: c}
+	v := &BindingValidator{admitter: newAdmitter(c)}
 	batches := batchCount(t)
 
 	old := utiltesting.MakeBinding("no-quota", "web").Requests(list("cpu", "1")).ResourceVersion("7").Obj()
@@ -856,4 +857,215 @@ func batchCount(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
+}
+
+// TestAdmitStaleAttempt: an update built on a stale copy of its binding cannot commit, and reserves nothing. The
+// binding is read only when the quotas leave it open.
+func TestAdmitStaleAttempt(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).ResourceVersion("10")
+	v2 := web.Clone().Generation(2).Cluster("member1", 1)
+	// What the apiserver's stale copy turns the next placement into: generation 2 again, and a larger delta.
+	staleV2 := web.Clone().Generation(2).Cluster("member1", 3)
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+
+	cases := map[string]struct {
+		quota *quotav1alpha1.KarmadaQuota
+		// stored is the binding as the apiserver has it; nil when the test expects no read.
+		stored    *workv1alpha2.ResourceBinding
+		write     *workv1alpha2.ResourceBinding
+		wantQuota *quotav1alpha1.KarmadaQuota
+		wantReads int32
+	}{
+		"a write whose key holds nothing is decided without reading the binding": {
+			quota:     team.Obj(),
+			write:     v2.Obj(),
+			wantQuota: team.Clone().Reservation(web.Obj(), 2, list("cpu", "1"), wantExpiry).Obj(),
+		},
+		"a later generation reserved for the binding proves the attempt stale, without a read": {
+			quota:     team.Clone().Reservation(web.Obj(), 3, list("cpu", "1"), wantExpiry).Obj(),
+			write:     staleV2.Obj(),
+			wantQuota: team.Clone().Reservation(web.Obj(), 3, list("cpu", "1"), wantExpiry).Obj(),
+		},
+		"a key already held for less is read: a binding moved past the attempt's base makes it stale": {
+			quota:     team.Clone().Reservation(web.Obj(), 2, list("cpu", "1"), wantExpiry).Obj(),
+			stored:    v2.Clone().ResourceVersion("11").Obj(),
+			write:     staleV2.Obj(),
+			wantQuota: team.Clone().Reservation(web.Obj(), 2, list("cpu", "1"), wantExpiry).Obj(),
+			wantReads: 1,
+		},
+		"a key already held for less is read: a binding still at the attempt's base is a racing writer, and merges": {
+			quota:     team.Clone().Reservation(web.Obj(), 2, list("cpu", "1"), wantExpiry).Obj(),
+			stored:    web.Obj(),
+			write:     staleV2.Obj(),
+			wantQuota: team.Clone().Reservation(web.Obj(), 2, list("cpu", "3"), wantExpiry).Obj(),
+			wantReads: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := newClient(nil, tc.quota)
+			var reads atomic.Int32
+			bindings := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Scheme).Build(), interceptor.Funcs{
+				Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+					reads.Add(1)
+					if tc.stored == nil {
+						t.Errorf("unexpected read of binding %s", key)
+						return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+					}
+					tc.stored.DeepCopyInto(obj.(*workv1alpha2.ResourceBinding))
+					return nil
+				},
+			})
+			a := NewAdmitter(c, c, bindings, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+			r := request(t, tc.write, web.Obj())
+			r.BaseResourceVersion = web.Obj().ResourceVersion
+			if err := a.Admit(context.Background(), r); err != nil {
+				t.Fatalf("Admit: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantQuota.Status, getQuota(t, c, "team").Status, statusOpts); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if got := reads.Load(); got != tc.wantReads {
+				t.Errorf("binding reads = %d, want %d", got, tc.wantReads)
+			}
+		})
+	}
+}
+
+// TestAdmitDecidesOnItsOwnWrite: the informer lags behind the webhook's own status writes; the next batch decides
+// on the object the last write returned, so back-to-back admissions in one namespace cost one status write each,
+// with no read of the apiserver and no lost race.
+func TestAdmitDecidesOnItsOwnWrite(t *testing.T) {
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	apiserver := newClient(nil, team.Obj())
+	// An informer frozen at the quota as it was at the start.
+	informer := newClient(nil, getQuota(t, apiserver, "team"))
+	var gets atomic.Int32
+	reader := interceptor.NewClient(apiserver, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets.Add(1)
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	conflicts := counter(metrics.StatusConflicts.WithLabelValues("webhook"))
+	a := NewAdmitter(informer, reader, reader, apiserver, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+
+	want := team.Clone()
+	var webs []*workv1alpha2.ResourceBinding
+	for i := range 3 {
+		rb := utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", i)).Requests(list("cpu", "1")).Cluster("member1", 1).Obj()
+		if err := a.Admit(context.Background(), request(t, rb, nil)); err != nil {
+			t.Fatalf("Admit %d: %v", i, err)
+		}
+		want.Reservation(rb, 1, list("cpu", "1"), wantExpiry)
+		webs = append(webs, rb)
+	}
+	if diff := cmp.Diff(want.Obj().Status, getQuota(t, apiserver, "team").Status, statusOpts); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if got := counter(metrics.StatusConflicts.WithLabelValues("webhook")) - conflicts; got != 0 {
+		t.Errorf("%v status writes lost a race against the webhook's own writes", got)
+	}
+	if got := gets.Load(); got != 0 {
+		t.Errorf("%d reads of the apiserver, want none", got)
+	}
+
+	// Another writer moves the quota on; the informer has not seen it. The write loses the race once, the quota is
+	// read from the apiserver, and the admission lands on what the other writer wrote.
+	stored := getQuota(t, apiserver, "team")
+	stored.Status.Used = list("cpu", "2")
+	if err := apiserver.Status().Update(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	rb := utiltesting.MakeBinding(ns, "api").Requests(list("cpu", "1")).Cluster("member1", 1).Obj()
+	if err := a.Admit(context.Background(), request(t, rb, nil)); err != nil {
+		t.Fatalf("Admit after another writer: %v", err)
+	}
+	// Status lists reservations sorted by binding name.
+	want = team.Clone().Used(list("cpu", "2")).Reservation(rb, 1, list("cpu", "1"), wantExpiry)
+	for _, web := range webs {
+		want.Reservation(web, 1, list("cpu", "1"), wantExpiry)
+	}
+	if diff := cmp.Diff(want.Obj().Status, getQuota(t, apiserver, "team").Status, statusOpts); diff != "" {
+		t.Errorf("status after another writer (-want +got):\n%s", diff)
+	}
+	if got := counter(metrics.StatusConflicts.WithLabelValues("webhook")) - conflicts; got != 1 {
+		t.Errorf("status write conflicts = %v, want 1", got)
+	}
+	if got := gets.Load(); got != 1 {
+		t.Errorf("%d reads of the apiserver, want 1 (after the lost race)", got)
+	}
+}
+
+// TestAdmitFolds keeps a quota's list within the bound: the oldest reservations fold into one sum that still
+// charges the quota, and a schema that would drop that sum refuses the write instead of losing the charge.
+func TestAdmitFolds(t *testing.T) {
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	admitAll := func(t *testing.T, a *Admitter, clk *clocktesting.FakePassiveClock, n int) []error {
+		var errs []error
+		for i := range n {
+			clk.SetTime(now.Add(time.Duration(i) * time.Second))
+			rb := utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", i)).Requests(list("cpu", "1")).Cluster("member1", 1).Obj()
+			errs = append(errs, a.Admit(context.Background(), request(t, rb, nil)))
+		}
+		return errs
+	}
+
+	t.Run("past the bound", func(t *testing.T) {
+		c := newClient(nil, team.Obj())
+		clk := clocktesting.NewFakePassiveClock(now)
+		a := NewAdmitter(c, c, c, c, clk, ttl, 10*time.Second, 2)
+		for i, err := range admitAll(t, a, clk, 4) {
+			if err != nil {
+				t.Errorf("Admit %d: %v", i, err)
+			}
+		}
+		owner := func(i int) *workv1alpha2.ResourceBinding {
+			return utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", i)).Obj()
+		}
+		want := team.Clone().
+			Reservation(owner(2), 1, list("cpu", "1"), wantExpiry.Add(2*time.Second)).
+			Reservation(owner(3), 1, list("cpu", "1"), wantExpiry.Add(3*time.Second)).
+			Folded(2, list("cpu", "2"), wantExpiry.Add(time.Second)).Obj()
+		if diff := cmp.Diff(want.Status, getQuota(t, c, "team").Status, statusOpts); diff != "" {
+			t.Errorf("status (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a schema that drops the folded sum", func(t *testing.T) {
+		c := newClient(&interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				// An older CRD prunes the field it does not know.
+				obj.(*quotav1alpha1.KarmadaQuota).Status.FoldedReservations = nil
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}, team.Obj())
+		clk := clocktesting.NewFakePassiveClock(now)
+		a := NewAdmitter(c, c, c, c, clk, ttl, 10*time.Second, 2)
+		errs := admitAll(t, a, clk, 3)
+		for i, err := range errs[:2] {
+			if err != nil {
+				t.Errorf("Admit %d within the bound: %v", i, err)
+			}
+		}
+		checkError(t, &wantError{Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
+			Messages: []string{"fail closed", "drops status.foldedReservations"}}, errs[2])
+		if got := len(getQuota(t, c, "team").Status.Reservations); got != 2 {
+			t.Errorf("%d reservations stored, want the 2 written before the refusal", got)
+		}
+	})
+}
+
+// TestBindingValidatorInformerNotSynced refuses at once, saying why, when the quota informer has not synced: a
+// replica that may not list quotas would otherwise hold every call until the apiserver gives up on it.
+func TestBindingValidatorInformerNotSynced(t *testing.T) {
+	c := newClient(nil, utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj())
+	a := newAdmitter(c)
+	a.synced = func() bool { return false }
+	v := &BindingValidator{admitter: a}
+	old := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Obj()
+	placed := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1).Generation(2).Obj()
+	_, err := v.ValidateUpdate(context.Background(), old, placed)
+	checkError(t, &wantError{Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
+		Messages: []string{"fail closed", "the KarmadaQuota informer has not synced"}}, err)
 }

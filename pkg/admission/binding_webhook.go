@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -25,8 +24,8 @@ const kindResourceBinding = "ResourceBinding"
 // BindingValidator admits ResourceBinding creates and updates against the namespace's quotas.
 type BindingValidator struct {
 	admitter *Admitter
-	// bindings reads a binding as etcd has it now (not from a cache).
-	bindings client.Reader
+	// classes fills in the priority class bindings lack (priority_class.go); nil takes bindings as they are.
+	classes *classifier
 }
 
 var _ admission.Validator[*workv1alpha2.ResourceBinding] = &BindingValidator{}
@@ -49,7 +48,7 @@ func (v *BindingValidator) ValidateDelete(context.Context, *workv1alpha2.Resourc
 func (v *BindingValidator) validate(ctx context.Context, op admissionv1.Operation, rb, old *workv1alpha2.ResourceBinding) error {
 	start := time.Now()
 	err := v.decide(ctx, op, rb, old)
-	observe(kindResourceBinding, op, start, err)
+	observe(metrics.KindResourceBinding, op, start, err)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Binding write refused", "binding", klog.KObj(rb), "operation", op, "reason", apierrors.ReasonForError(err), "message", err.Error())
 	}
@@ -57,6 +56,10 @@ func (v *BindingValidator) validate(ctx context.Context, op admissionv1.Operatio
 }
 
 func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation, rb, old *workv1alpha2.ResourceBinding) error {
+	rb, old, err := v.classes.classify(ctx, rb, old)
+	if err != nil {
+		return err
+	}
 	newUsage, err := usage.Of(rb)
 	if err != nil {
 		return invalidBinding(rb, err)
@@ -87,8 +90,9 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil {
 		dryRun = *req.DryRun
 	}
-	if old != nil && !dryRun && v.cannotCommit(ctx, old) {
-		return nil
+	var base string
+	if old != nil {
+		base = old.ResourceVersion
 	}
 	return v.admitter.Admit(ctx, Request{
 		Namespace: rb.Namespace,
@@ -102,24 +106,9 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		New:    newUsage,
 		Old:    oldUsage,
 		DryRun: dryRun,
+		// An attempt built on a stale copy of the binding cannot commit (Admitter.cannotCommit).
+		BaseResourceVersion: base,
 	})
-}
-
-// cannotCommit reports whether an update was admitted against a binding that has changed since. The apiserver
-// makes its first attempt at an update on its watch cache's copy of the object, which can be a generation behind;
-// admission then sees a stale old object, a larger delta, and the generation of a write that already committed.
-// Such an attempt cannot commit: etcd's write is conditional on the revision that copy had, so the apiserver
-// retries with the current object and asks again. Reserving for it would charge an earlier key with the stale
-// delta until the controller settles it. If the binding cannot be read, the attempt is decided as any other.
-func (v *BindingValidator) cannotCommit(ctx context.Context, old *workv1alpha2.ResourceBinding) bool {
-	if v.bindings == nil || old.ResourceVersion == "" {
-		return false
-	}
-	var current workv1alpha2.ResourceBinding
-	if err := v.bindings.Get(ctx, client.ObjectKeyFromObject(old), &current); err != nil {
-		return false
-	}
-	return current.ResourceVersion != old.ResourceVersion
 }
 
 // admittedGeneration is the generation the admitted write produces. Validating admission runs after the
@@ -148,6 +137,5 @@ func observe(kind string, op admissionv1.Operation, start time.Time, err error) 
 			result = metrics.ResultError
 		}
 	}
-	metrics.AdmissionRequests.WithLabelValues(kind, string(op), result, reason).Inc()
-	metrics.AdmissionDuration.WithLabelValues(kind, string(op)).Observe(time.Since(start).Seconds())
+	metrics.ObserveAdmission(kind, string(op), result, reason, time.Since(start))
 }

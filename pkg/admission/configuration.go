@@ -11,10 +11,14 @@ import (
 // ConfigurationName is the name of the ValidatingWebhookConfiguration in the karmada-apiserver.
 const ConfigurationName = "karmada-quota"
 
+// DefaultTimeoutSeconds is how long the karmada-apiserver waits for a binding decision by default: above the
+// webhook's default decision timeout (8s), so a decision that runs out of time is answered rather than cut off.
+const DefaultTimeoutSeconds int32 = 10
+
 // WebhookConfiguration is the registration of both webhooks in the karmada-apiserver, which reaches webhooks by
 // URL (it runs outside the host cluster's service network). baseURL is https://host:port of the webhook servers;
-// caBundle verifies their serving certificate.
-func WebhookConfiguration(baseURL string, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// caBundle verifies their serving certificate; timeoutSeconds bounds the wait for a binding decision.
+func WebhookConfiguration(baseURL string, caBundle []byte, timeoutSeconds int32) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	base := strings.TrimSuffix(baseURL, "/")
 	namespaced := admissionregistrationv1.NamespacedScope
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -37,7 +41,7 @@ func WebhookConfiguration(baseURL string, caBundle []byte) *admissionregistratio
 				MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
 				// Admission writes reservations, except for dry-run requests.
 				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
-				TimeoutSeconds:          ptr.To[int32](10),
+				TimeoutSeconds:          ptr.To(timeoutSeconds),
 				AdmissionReviewVersions: []string{"v1"},
 			},
 			{

@@ -10,6 +10,7 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 )
 
 const kindKarmadaQuota = "KarmadaQuota"
@@ -40,6 +41,6 @@ func validate(op admissionv1.Operation, q *quotav1alpha1.KarmadaQuota) error {
 	if errs := validation.ValidateKarmadaQuota(q); len(errs) > 0 {
 		err = apierrors.NewInvalid(quotav1alpha1.GroupVersion.WithKind(kindKarmadaQuota).GroupKind(), q.Name, errs)
 	}
-	observe(kindKarmadaQuota, op, start, err)
+	observe(metrics.KindKarmadaQuota, op, start, err)
 	return err
 }

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 )
 
 // Paths the webhooks are served on; the ValidatingWebhookConfiguration points at them.
@@ -29,6 +31,9 @@ type Options struct {
 	ReservationTTL time.Duration
 	// DecisionTimeout bounds one batch: reading, deciding and writing a namespace's quotas, retries included.
 	DecisionTimeout time.Duration
+	// MaxReservations bounds each quota's reservation list; 0 or more than quota.MaxReservations means
+	// quota.MaxReservations. Tests lower it to fold with few writes.
+	MaxReservations int
 	Clock           clock.PassiveClock
 }
 
@@ -38,9 +43,9 @@ type Options struct {
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
 
 // Setup registers both webhooks with the manager's webhook server. The manager's cache says which quotas a
-// namespace has; their state is read past it (see Admitter).
+// namespace has and what they hold; a quota whose write lost a race is read past it (see Admitter).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	metrics.Register()
+	metrics.RegisterWebhook()
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -59,9 +64,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	admitter := NewAdmitter(mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(), opts.Clock, opts.ReservationTTL, opts.DecisionTimeout)
+	admitter := NewAdmitter(mgr.GetCache(), mgr.GetAPIReader(), mgr.GetAPIReader(), mgr.GetClient(), opts.Clock,
+		opts.ReservationTTL, opts.DecisionTimeout, opts.MaxReservations)
+	admitter.synced = informer.HasSynced
 	server := mgr.GetWebhookServer()
-	server.Register(ResourceBindingPath, admission.WithValidator[*workv1alpha2.ResourceBinding](mgr.GetScheme(), &BindingValidator{admitter: admitter, bindings: mgr.GetAPIReader()}))
-	server.Register(KarmadaQuotaPath, admission.WithValidator[*quotav1alpha1.KarmadaQuota](mgr.GetScheme(), QuotaValidator{}))
+	classes := &classifier{quotas: mgr.GetCache(), resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
+	server.Register(ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, classes: classes}))
+	server.Register(KarmadaQuotaPath, quotaWebhook(mgr.GetScheme()))
 	return nil
+}
+
+// bindingWebhook is the ResourceBinding webhook: quantities too extreme to decode refused (quantityGuard), then
+// the typed validator.
+func bindingWebhook(s *runtime.Scheme, v *BindingValidator) *admission.Webhook {
+	wh := admission.WithValidator[*workv1alpha2.ResourceBinding](s, v)
+	wh.Handler = quantityGuard{Handler: wh.Handler, fields: bindingQuantityFields}
+	return wh
+}
+
+// quotaWebhook is the KarmadaQuota webhook, guarded the same way.
+func quotaWebhook(s *runtime.Scheme) *admission.Webhook {
+	wh := admission.WithValidator[*quotav1alpha1.KarmadaQuota](s, QuotaValidator{})
+	wh.Handler = quantityGuard{Handler: wh.Handler, fields: quotaQuantityFields}
+	return wh
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // settleableReservation passes a quota status write that adds a reservation the controller can settle at once
@@ -61,4 +62,20 @@ type reservationKey struct {
 
 func keyOf(r quotav1alpha1.Reservation) reservationKey {
 	return reservationKey{uid: r.ReservedBy.UID, generation: r.Generation}
+}
+
+// waitChanged passes a binding update that starts or ends a wait for quota (usage.WaitingForQuota). The
+// scheduler's refusal changes only the binding's status, which the generation predicate filters out, yet it
+// changes karmada_quota_bindings_waiting; without this the gauge would lag by up to a resync period.
+func waitChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldRB, ok1 := e.ObjectOld.(*workv1alpha2.ResourceBinding)
+			newRB, ok2 := e.ObjectNew.(*workv1alpha2.ResourceBinding)
+			return ok1 && ok2 && usage.WaitingForQuota(oldRB) != usage.WaitingForQuota(newRB)
+		},
+	}
 }

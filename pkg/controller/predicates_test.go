@@ -66,3 +66,33 @@ func TestSettleableReservation(t *testing.T) {
 		t.Error("a binding update passed a quota predicate")
 	}
 }
+
+func TestWaitChanged(t *testing.T) {
+	binding := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Replicas(1)
+	unscheduled := binding.Clone()
+	refused := binding.Clone().Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded)
+	noFit := binding.Clone().Scheduled(false, workv1alpha2.BindingReasonNoClusterFit)
+	scheduled := binding.Clone().Cluster("member1", 1).Scheduled(true, workv1alpha2.BindingReasonSuccess)
+	cases := map[string]struct {
+		oldRB, newRB *utiltesting.BindingWrapper
+		want         bool
+	}{
+		"refused by a quota: a wait starts":         {oldRB: unscheduled, newRB: refused, want: true},
+		"placed after waiting: the wait ends":       {oldRB: refused, newRB: scheduled, want: true},
+		"refused for another reason after a quota":  {oldRB: refused, newRB: noFit, want: true},
+		"refused again by a quota: no change":       {oldRB: refused, newRB: refused.Clone().Annotation("retried", "yes")},
+		"status rewritten while scheduled":          {oldRB: scheduled, newRB: scheduled.Clone().Annotation("synced", "yes")},
+		"refused for another reason, not for quota": {oldRB: unscheduled, newRB: noFit},
+	}
+	p := waitChanged()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := p.Update(event.UpdateEvent{ObjectOld: tc.oldRB.Obj(), ObjectNew: tc.newRB.Obj()}); got != tc.want {
+				t.Errorf("Update() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if p.Create(event.CreateEvent{Object: refused.Obj()}) || p.Delete(event.DeleteEvent{Object: refused.Obj()}) {
+		t.Error("creates and deletes pass: they are the generation predicate's to pass")
+	}
+}

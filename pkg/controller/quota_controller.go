@@ -25,9 +25,11 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
 
 // Condition reasons.
@@ -44,9 +46,11 @@ const (
 	EventBindingRequeued    = "BindingRequeued"
 )
 
-// QuotaReconciler recounts one quota. Bindings come from the manager's cache; the quota itself is read from the
-// apiserver, so that the reservations the webhook wrote a moment ago are settled or kept, never overwritten: the
-// status write carries the resourceVersion of that read.
+// QuotaReconciler recounts one quota. Bindings come from the manager's cache, and so does the quota, or the object
+// this controller's last status write returned while the cache has not caught up with it. The status write
+// carries the resourceVersion of what was read, so the reservations the webhook wrote a moment ago are settled or
+// kept, never overwritten: a write decided on a stale copy loses the race, and the retry reads the quota from the
+// apiserver.
 type QuotaReconciler struct {
 	client    client.Client
 	apiReader client.Reader
@@ -55,6 +59,13 @@ type QuotaReconciler struct {
 	deleted   *tombstones
 	state     *state
 	requeuer  *requeuer
+	// classes reads the priority class of bindings that lack it, for scoped quotas; nil takes bindings as they are.
+	classes *priorityclass.Resolver
+	// written holds this controller's last status write of each quota while the cache is older; nil reads every
+	// quota from the apiserver.
+	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
+	// pacer spaces the recounts that binding changes cause; nil recounts on every change.
+	pacer *pacer
 }
 
 // conflictRetries is how often one reconcile recounts and writes again after losing the compare-and-swap to the
@@ -66,23 +77,30 @@ const conflictRetries = 8
 func (r *QuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := r.clock.Now()
 	defer func() { metrics.ReconcileDuration.Observe(r.clock.Since(start).Seconds()) }()
+	r.pacer.started(req.NamespacedName)
 	for attempt := 0; attempt < conflictRetries; attempt++ {
-		result, conflict, err := r.reconcileOnce(ctx, req)
+		// After a lost race the cache is known to be behind: the retry reads the quota from the apiserver.
+		result, conflict, err := r.reconcileOnce(ctx, req, attempt > 0)
 		if !conflict {
 			return result, err
 		}
-		metrics.StatusConflicts.WithLabelValues("controller").Inc()
+		metrics.StatusWriteConflict(metrics.WriterController)
 	}
 	return ctrl.Result{Requeue: true}, nil
 }
 
-// reconcileOnce reads the quota, recounts it and writes its status; conflict reports a lost compare-and-swap.
-func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (ctrl.Result, bool, error) {
+// reconcileOnce reads the quota (from the apiserver when fresh), recounts it and writes its status; conflict
+// reports a lost compare-and-swap.
+func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, fresh bool) (ctrl.Result, bool, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var q quotav1alpha1.KarmadaQuota
-	if err := r.apiReader.Get(ctx, req.NamespacedName, &q); err != nil {
+	if err := r.read(ctx, req.NamespacedName, fresh, &q); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.state.forget(req.NamespacedName)
+			r.pacer.forget(req.NamespacedName)
+			if r.written != nil {
+				r.written.Forget(req.NamespacedName)
+			}
 			return ctrl.Result{}, false, nil
 		}
 		return ctrl.Result{}, false, err
@@ -102,7 +120,13 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 	if err := r.client.List(ctx, &bindings, client.InNamespace(q.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("listing bindings: %w", err)
 	}
-	count := countUsage(ledger, bindings.Items)
+	// A scoped quota reads the priority class of the bindings that lack it; count them where they belong.
+	unclassified, err := r.classify(ctx, ledger, bindings.Items)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	count := countUsage(ledger, bindings.Items, unclassifiedNames(unclassified))
+	count.unclassified = unclassified
 	for _, bad := range count.malformed {
 		log.V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.name), "err", bad.err)
 	}
@@ -124,6 +148,11 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 		}
 		return false
 	})
+	// The same reasoning for the reservations folded into one sum: once the last of them has expired, each folded
+	// write has been observed (and is in used) or can no longer happen.
+	folded, foldedExpired := ledger.ExpireFolded(now)
+	// The webhook keeps the list within its bound; a list longer than that is brought within it here.
+	ledger.Fold(quota.MaxReservations)
 
 	status := r.status(&q, ledger, count)
 	drifted := r.state.drifted(req.NamespacedName, q.UID, &q.Status)
@@ -135,6 +164,9 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 			}
 			return ctrl.Result{}, false, fmt.Errorf("writing status: %w", err)
 		}
+		if r.written != nil {
+			r.written.Remember(&q)
+		}
 	}
 	// Counted once the write landed: a lost write is retried and would count them twice.
 	metrics.ReservationsExpired.Add(float64(expired))
@@ -143,18 +175,39 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request) (
 		r.recorder.Eventf(&q, corev1.EventTypeNormal, EventReservationExpired,
 			"%d reservation(s) expired without their binding write being observed", expired)
 	}
+	if foldedExpired {
+		metrics.ReservationsExpired.Add(float64(folded.Count))
+		r.recorder.Eventf(&q, corev1.EventTypeNormal, EventReservationExpired,
+			"%d folded reservation(s) expired: each of their writes is counted in used or never happened", folded.Count)
+	}
 	if drifted {
 		metrics.DriftRepaired.Inc()
 		r.recorder.Event(&q, corev1.EventTypeWarning, EventDriftRepaired, "Status had been changed by another writer; recounted from the bindings")
 		log.Info("Repaired quota status changed by another writer", "quota", klog.KObj(&q))
 	}
 
-	if r.state.record(req.NamespacedName, &q, ledger, count.used) {
-		if err := r.requeuer.requeue(ctx, &q, ledger, count, bindings.Items); err != nil {
+	classified := classifiedOnly(bindings.Items, unclassified)
+	grew := r.state.record(req.NamespacedName, &q, ledger, count.used, waitingOn(ledger, classified))
+	r.state.recordUnclassified(req.NamespacedName, len(unclassified))
+	if grew {
+		if err := r.requeuer.requeue(ctx, &q, ledger, count, classified); err != nil {
 			log.Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
 		}
 	}
 	return ctrl.Result{RequeueAfter: untilFirstExpiry(ledger, now)}, false, nil
+}
+
+// read reads the quota from the apiserver when fresh; otherwise it takes the newer of the cache's copy and this
+// controller's last write of it.
+func (r *QuotaReconciler) read(ctx context.Context, key types.NamespacedName, fresh bool, q *quotav1alpha1.KarmadaQuota) error {
+	if fresh || r.written == nil {
+		return r.apiReader.Get(ctx, key, q)
+	}
+	if err := r.client.Get(ctx, key, q); err != nil {
+		return err
+	}
+	*q = *r.written.Newest(q)
+	return nil
 }
 
 // untilFirstExpiry is when the next reservation expires: a write that never happens produces no event, so the
@@ -165,6 +218,9 @@ func untilFirstExpiry(ledger *quota.Ledger, now time.Time) time.Duration {
 		if first.IsZero() || res.Expires.Before(first) {
 			first = res.Expires
 		}
+	}
+	if folded := ledger.Folded(); folded.Count > 0 && (first.IsZero() || folded.Expires.Before(first)) {
+		first = folded.Expires
 	}
 	if first.IsZero() {
 		return 0
@@ -180,6 +236,8 @@ type counted struct {
 	// observed is every binding of the namespace, by name.
 	observed  map[string]observedBinding
 	malformed []malformed
+	// unclassified are the bindings a scoped quota could not read the priority class of, and does not count.
+	unclassified []priorityclass.Failure
 }
 
 // observedBinding is what the controller observes of the binding holding a name.
@@ -202,12 +260,16 @@ type malformed struct {
 	err  error
 }
 
-// countUsage sums what the bindings use that the quota counts, total and per member cluster.
-func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) counted {
+// countUsage sums what the bindings use that the quota counts, total and per member cluster. The bindings named
+// in unclassified are observed (their reservations settle) but not counted: their priority class is unknown.
+func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding, unclassified map[string]bool) counted {
 	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, observed: make(map[string]observedBinding, len(bindings))}
 	for i := range bindings {
 		rb := &bindings[i]
 		c.observed[rb.Name] = observedBinding{uid: rb.UID, generation: rb.Generation}
+		if unclassified[rb.Name] {
+			continue
+		}
 		u, err := usage.Of(rb)
 		if err != nil {
 			c.malformed = append(c.malformed, malformed{name: rb.Name, err: err})
@@ -229,6 +291,31 @@ func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) c
 	return c
 }
 
+// waitingBindings is how many of a namespace's bindings wait on one quota, and since when the longest of them has.
+type waitingBindings struct {
+	count int
+	// oldest is the earliest lastTransitionTime of their Scheduled conditions: when the scheduler was first
+	// refused. Karmada keeps it while its retries are refused again (the condition stays False).
+	oldest time.Time
+}
+
+// waitingOn counts the bindings that wait on the ledger's quota (Ledger.WaitsOn, the requeue's rule).
+func waitingOn(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) waitingBindings {
+	var w waitingBindings
+	for i := range bindings {
+		rb := &bindings[i]
+		if _, ok := ledger.WaitsOn(rb); !ok {
+			continue
+		}
+		w.count++
+		since := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled).LastTransitionTime.Time
+		if !since.IsZero() && (w.oldest.IsZero() || since.Before(w.oldest)) {
+			w.oldest = since
+		}
+	}
+	return w
+}
+
 // status renders the quota's new status from the ledger (reservations) and the count (usage).
 func (r *QuotaReconciler) status(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, count counted) *quotav1alpha1.KarmadaQuotaStatus {
 	status := q.Status.DeepCopy()
@@ -241,6 +328,7 @@ func (r *QuotaReconciler) status(q *quotav1alpha1.KarmadaQuota, ledger *quota.Le
 		status.Clusters = append(status.Clusters, quotav1alpha1.ClusterUsage{Name: name, Used: ledger.Render(count.clusters[name])})
 	}
 	status.Summary = summary(q.Spec.Hard, status.Used)
+	r.setPriorityClassesKnown(status, q, ledger, count.unclassified)
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type:               quotav1alpha1.ConditionReady,
 		Status:             metav1.ConditionTrue,

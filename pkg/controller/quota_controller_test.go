@@ -32,6 +32,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
@@ -102,6 +103,7 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 		deleted:   f.deleted,
 		state:     f.state,
 		requeuer:  f.requeuer,
+		written:   lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
 	}
 	return f
 }
@@ -296,7 +298,7 @@ func TestCountUsage(t *testing.T) {
 				bindings[i] = *rb
 			}
 
-			got := countUsage(ledger, bindings)
+			got := countUsage(ledger, bindings, nil)
 
 			if diff := cmp.Diff(tc.wantUsed, got.used, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("used (-want +got):\n%s", diff)

@@ -41,7 +41,7 @@ func BenchmarkRecount(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				count := countUsage(ledger, bindings)
+				count := countUsage(ledger, bindings, nil)
 				status := r.status(q, ledger, count)
 				if len(status.Clusters) != 10 {
 					b.Fatalf("clusters = %d, want 10", len(status.Clusters))

@@ -10,7 +10,6 @@ import (
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -49,11 +48,10 @@ func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, l
 	var candidates []candidate
 	for i := range bindings {
 		rb := &bindings[i]
-		if !waitingForQuota(rb) || rb.DeletionTimestamp != nil || r.coolingDown(rb.UID) {
-			continue
-		}
-		need, ok := stillNeeded(rb, ledger)
-		if !ok {
+		// Only bindings waiting on this very quota (Ledger.WaitsOn): one that needs nothing it limits waits on
+		// another quota, and requeueing it here would only have it refused again.
+		need, ok := ledger.WaitsOn(rb)
+		if !ok || r.coolingDown(rb.UID) {
 			continue
 		}
 		priority := int32(0)
@@ -133,25 +131,17 @@ func (r *requeuer) coolingDown(uid types.UID) bool {
 
 // waitingForQuota reports whether the scheduler's last placement attempt was refused by a quota.
 func waitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
-	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonQuotaExceeded
+	return usage.WaitingForQuota(rb)
 }
 
 // stillNeeded is what placing all of rb's replicas would add to the quota, at the least: as one Divided set, the
 // cheapest placement Karmada can choose. A Duplicated placement needs more, and its admission decides.
+// The arithmetic is the ledger's (Ledger.StillNeeded), shared with `kubectl karmada quota describe`.
 func stillNeeded(rb *workv1alpha2.ResourceBinding, ledger *quota.Ledger) (resources.List, bool) {
-	current, err := usage.Of(rb)
+	need, err := ledger.StillNeeded(rb)
 	if err != nil {
 		return nil, false
 	}
-	wanted := rb.DeepCopy()
-	wanted.Spec.Clusters = []workv1alpha2.TargetCluster{{Name: "any", Replicas: rb.Spec.Replicas}}
-	whole, err := usage.Of(wanted)
-	if err != nil {
-		return nil, false
-	}
-	currentCharge := current.Charge(ledger.Selector)
-	need := ledger.Limited(usage.Delta(whole.Charge(ledger.Selector), &currentCharge)).Positive()
 	return need, true
 }
 

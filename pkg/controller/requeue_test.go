@@ -56,7 +56,7 @@ func requeueNow(t *testing.T, f *fixture, q *quotav1alpha1.KarmadaQuota) error {
 	if err := f.client.List(context.Background(), &bindings, client.InNamespace(ns)); err != nil {
 		t.Fatalf("listing bindings: %v", err)
 	}
-	return f.requeuer.requeue(context.Background(), q, ledger, countUsage(ledger, bindings.Items), bindings.Items)
+	return f.requeuer.requeue(context.Background(), q, ledger, countUsage(ledger, bindings.Items, nil), bindings.Items)
 }
 
 // triggered maps every binding whose rescheduleTriggeredAt is set, read back from the client, to it.
@@ -173,6 +173,12 @@ func TestRequeue(t *testing.T) {
 					Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded),
 			},
 			want: []string{"mixed"},
+		},
+		"a binding that needs nothing this quota limits waits on another: left alone": {
+			quota: teamQuota(list("cpu", "10")).Scope(corev1.ScopeSelectorOpIn, "high"),
+			bindings: []*utiltesting.BindingWrapper{
+				waiting("low", 1, "1").PriorityClass("low"),
+			},
 		},
 		"nothing fits: nothing requeued": {
 			quota: teamQuota(list("cpu", "2")),
@@ -309,7 +315,7 @@ func TestRequeueErrors(t *testing.T) {
 		}
 		requeued := counter(metrics.BindingsRequeued)
 
-		if err := f.requeuer.requeue(context.Background(), q, ledger, countUsage(ledger, bindings.Items), bindings.Items); err != nil {
+		if err := f.requeuer.requeue(context.Background(), q, ledger, countUsage(ledger, bindings.Items, nil), bindings.Items); err != nil {
 			t.Errorf("requeue: %v", err)
 		}
 

@@ -22,6 +22,8 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
+	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
 
 // ControllerName names the quota controller in logs, events and metrics.
@@ -36,7 +38,13 @@ type Options struct {
 	Workers int
 	// RequeueCooldown is how long a waiting binding is left alone after the controller requeued it.
 	RequeueCooldown time.Duration
-	Clock           clock.PassiveClock
+	// SettleInterval is the shortest time between two recounts of one quota that binding changes cause; the
+	// changes in between are recounted together (pacer). 0 recounts on every change.
+	SettleInterval time.Duration
+	// SettleBacklog is how many reservations a quota may hold before a binding change recounts it without waiting
+	// for the interval; 0 means DefaultSettleBacklog.
+	SettleBacklog int
+	Clock         clock.PassiveClock
 }
 
 // Validate reports every invalid option at once.
@@ -50,6 +58,9 @@ func (o Options) Validate() error {
 	}
 	if o.RequeueCooldown < 0 {
 		errs = append(errs, errors.New("the requeue cooldown must not be negative"))
+	}
+	if o.SettleInterval < 0 {
+		errs = append(errs, errors.New("the settle interval must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -75,19 +86,29 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	metrics.Register()
+	metrics.RegisterController()
 	recorder := mgr.GetEventRecorderFor(ControllerName)
 	st := newState()
 	metrics.SetQuotaSource(st)
+	// Requested now, on every replica, so that standbys keep a warm cache of the quotas too and export their stored
+	// status (metrics.StoredQuota): the leader's own state cannot show that the leader stopped counting.
+	quotaInformer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaQuota{})
+	if err != nil {
+		return "quota informer", err
+	}
+	metrics.SetStoredQuotaSource(storedQuotas{reader: mgr.GetClient(), informer: quotaInformer})
 	r := &QuotaReconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
 		clock:     opts.Clock,
 		recorder:  recorder,
-		// Kept longer than any reservation can live, so a deleted binding's reservation is always recognised.
-		deleted:  newTombstones(10*time.Minute, opts.Clock.Now),
-		state:    st,
-		requeuer: &requeuer{client: mgr.GetClient(), clock: opts.Clock, recorder: recorder, cooldown: opts.RequeueCooldown, last: map[types.UID]time.Time{}},
+		deleted:   deletedBindings(opts.Clock.Now),
+		state:     st,
+		requeuer:  &requeuer{client: mgr.GetClient(), clock: opts.Clock, recorder: recorder, cooldown: opts.RequeueCooldown, last: map[types.UID]time.Time{}},
+		// Templates are read past the cache: an informer would hold every Deployment of the federation.
+		classes: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize),
+		written: lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		pacer:   newPacer(opts.SettleInterval, opts.SettleBacklog, opts.Clock.Now),
 	}
 
 	bindingInformer, err := mgr.GetCache().GetInformer(ctx, &workv1alpha2.ResourceBinding{})
@@ -123,9 +144,10 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, settleableReservation(mgr.GetClient())))).
 		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
-		// change what a binding uses.
-		Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(quotasOf(mgr.GetClient())),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// change what a binding uses. A wait for quota starting or ending changes only status, and the count of
+		// bindings waiting.
+		Watches(&workv1alpha2.ResourceBinding{}, pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer},
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, waitChanged()))).
 		WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*quotav1alpha1.KarmadaQuota]{})).
 		Complete(r)
 	if err != nil {

@@ -48,9 +48,9 @@ func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1al
 		!equality.Semantic.DeepEqual(qs.written.Clusters, read.Clusters)
 }
 
-// record remembers the status now stored and reports whether any limited resource gained headroom since the
-// last record (or this is the first): the moment to requeue waiting bindings.
-func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, used resources.List) bool {
+// record remembers the status now stored, and the bindings waiting on the quota, and reports whether any limited
+// resource gained headroom since the last record (or this is the first): the moment to requeue waiting bindings.
+func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, used resources.List, waiting waitingBindings) bool {
 	headroom := ledger.Headroom(used)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -63,7 +63,7 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 			}
 		}
 	}
-	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, snapshot: snapshot(q)}
+	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, snapshot: snapshot(q, waiting)}
 	return grew
 }
 
@@ -84,11 +84,12 @@ func (s *state) Snapshots() []metrics.QuotaSnapshot {
 	return out
 }
 
-func snapshot(q *quotav1alpha1.KarmadaQuota) metrics.QuotaSnapshot {
+func snapshot(q *quotav1alpha1.KarmadaQuota, waiting waitingBindings) metrics.QuotaSnapshot {
 	s := metrics.QuotaSnapshot{
 		Namespace: q.Namespace, Name: q.Name,
 		Hard: floats(q.Status.Hard), Used: floats(q.Status.Used), Reserved: floats(q.Status.Reserved),
 		Clusters: map[string]map[string]float64{},
+		Waiting:  waiting.count, OldestWaiting: waiting.oldest,
 	}
 	for _, c := range q.Status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)

@@ -53,7 +53,7 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	if err != nil {
 		t.Fatalf("Parse(%v): %v", status.Used, err)
 	}
-	return s.record(teamKey, q, ledger, used)
+	return s.record(teamKey, q, ledger, used, waitingBindings{})
 }
 
 func TestStateDrifted(t *testing.T) {
@@ -242,6 +242,18 @@ func TestStateSnapshots(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, s.Snapshots()); diff != "" {
 		t.Errorf("snapshots (-want +got):\n%s", diff)
+	}
+
+	// The bindings waiting on the quota come with the recount that counted them.
+	q := utiltesting.MakeQuota(ns, "team").Hard(status.Hard).Obj()
+	q.Status = *status.DeepCopy()
+	ledger, err := quota.NewLedger(q)
+	if err != nil {
+		t.Fatalf("NewLedger: %v", err)
+	}
+	s.record(teamKey, q, ledger, resources.List{}, waitingBindings{count: 2, oldest: t0})
+	if got := s.Snapshots(); len(got) != 1 || got[0].Waiting != 2 || !got[0].OldestWaiting.Equal(t0) {
+		t.Errorf("snapshots = %+v, want one with 2 bindings waiting since %v", got, t0)
 	}
 
 	// Recording again replaces the snapshot; forgetting removes it.

@@ -1,10 +1,16 @@
 // Package metrics holds every metric karmada-quota exports. Names are permanent once released: they carry the
-// karmada_quota_ prefix and base units (seconds, counts), and labels stay few and bounded.
+// karmada_quota_ prefix and base units (seconds, counts), and labels stay few and bounded. A series is never renamed
+// in place: the new name is added beside the old one, and the old one is documented as deprecated until it goes.
+//
+// Each binary registers only the series it produces (RegisterWebhook, RegisterController, RegisterOperator), so
+// none exports another's counters stuck at zero. The alerts and the dashboard in the chart
+// (deploy/charts/karmada-quota/files/monitoring) name only these series; a test keeps them honest.
 package metrics
 
 import (
+	"errors"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -19,6 +25,22 @@ const (
 	ResultError   = "error"
 )
 
+// Kind labels of the admission metrics: the kinds the webhook admits.
+const (
+	KindResourceBinding = "ResourceBinding"
+	KindKarmadaQuota    = "KarmadaQuota"
+)
+
+// Writer labels of StatusConflicts: who lost the compare-and-swap.
+const (
+	WriterWebhook    = "webhook"
+	WriterController = "controller"
+)
+
+// admittedOperations are the operations the webhook configuration sends (admission.WebhookConfiguration).
+var admittedOperations = []string{"CREATE", "UPDATE"}
+
+// quota-webhook's series.
 var (
 	// AdmissionRequests counts admission decisions by kind (ResourceBinding, KarmadaQuota), operation, result
 	// and reason (QuotaExceeded, Invalid, InternalError; empty when allowed).
@@ -44,14 +66,6 @@ var (
 		Buckets:   []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 	})
 
-	// StatusConflicts counts quota status writes refused because the quota changed since it was read, by writer
-	// (webhook, controller). Each is retried on a fresh read; none reaches a client.
-	StatusConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace,
-		Name:      "status_write_conflicts_total",
-		Help:      "Quota status writes that lost a compare-and-swap race and were retried, by writer.",
-	}, []string{"writer"})
-
 	// AdmissionRetries counts batches decided again after a status write conflict.
 	AdmissionRetries = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace,
@@ -74,6 +88,18 @@ var (
 	})
 )
 
+// Exported by both binaries, each under its own writer label.
+var (
+	// StatusConflicts counts quota status writes refused because the quota changed since it was read, by writer
+	// (webhook, controller). Each is retried on a fresh read; none reaches a client.
+	StatusConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "status_write_conflicts_total",
+		Help:      "Quota status writes that lost a compare-and-swap race and were retried, by writer.",
+	}, []string{"writer"})
+)
+
+// quota-controller's series.
 var (
 	// ReconcileDuration is the time to recount one quota and write its status.
 	ReconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -112,12 +138,33 @@ var (
 	})
 )
 
-// QuotaSnapshot is what the collector exports for one quota, in base units (cores, bytes, counts).
+// ObserveAdmission records one admission decision: its result and reason, and how long it took.
+func ObserveAdmission(kind, operation, result, reason string, elapsed time.Duration) {
+	AdmissionRequests.WithLabelValues(kind, operation, result, reason).Inc()
+	AdmissionDuration.WithLabelValues(kind, operation).Observe(elapsed.Seconds())
+}
+
+// StatusWriteConflict counts a quota status write by writer (WriterWebhook, WriterController) that lost a
+// compare-and-swap race.
+func StatusWriteConflict(writer string) {
+	StatusConflicts.WithLabelValues(writer).Inc()
+}
+
+// QuotaSnapshot is what the leader's collector exports for one quota, in base units (cores, bytes, counts), as of
+// its last recount.
 type QuotaSnapshot struct {
 	Namespace, Name      string
 	Hard, Used, Reserved map[string]float64
 	// Clusters maps a member cluster to what the quota's namespace uses there.
 	Clusters map[string]map[string]float64
+	// Waiting counts the namespace's bindings that wait for quota and still need something this quota limits.
+	Waiting int
+	// OldestWaiting is when the longest-waiting of them was refused (its Scheduled condition turned False); zero
+	// when none waits.
+	OldestWaiting time.Time
+	// Unclassified counts, for a quota scoped by PriorityClass, the namespace's bindings whose priority class could
+	// not be read, which the quota does not count.
+	Unclassified int
 }
 
 // QuotaSource hands the collector the current snapshots at scrape time.
@@ -125,32 +172,68 @@ type QuotaSource interface {
 	Snapshots() []QuotaSnapshot
 }
 
+// StoredQuota is what every controller replica exports for one quota as its informer cache holds it: whether the
+// controller keeps its status current.
+type StoredQuota struct {
+	Namespace, Name string
+	// Generation is metadata.generation; ObservedGeneration is status.observedGeneration, the generation the last
+	// recount saw.
+	Generation, ObservedGeneration int64
+	// Ready is whether the Ready condition is True.
+	Ready bool
+}
+
+// StoredQuotaSource hands the collector the quotas as stored, at scrape time.
+type StoredQuotaSource interface {
+	StoredQuotas() []StoredQuota
+}
+
 var (
-	hardDesc        = prometheus.NewDesc(namespace+"_hard", "Hard limit of a quota, in base units.", []string{"namespace", "quota", "resource"}, nil)
-	usedDesc        = prometheus.NewDesc(namespace+"_used", "Observed usage against a quota, in base units.", []string{"namespace", "quota", "resource"}, nil)
-	reservedDesc    = prometheus.NewDesc(namespace+"_reserved", "Admitted but not yet observed usage against a quota, in base units.", []string{"namespace", "quota", "resource"}, nil)
+	quotaLabels   = []string{"namespace", "quota"}
+	resourceLabel = []string{"namespace", "quota", "resource"}
+
+	hardDesc        = prometheus.NewDesc(namespace+"_hard", "Hard limit of a quota, in base units.", resourceLabel, nil)
+	usedDesc        = prometheus.NewDesc(namespace+"_used", "Observed usage against a quota, in base units.", resourceLabel, nil)
+	reservedDesc    = prometheus.NewDesc(namespace+"_reserved", "Admitted but not yet observed usage against a quota, in base units.", resourceLabel, nil)
 	clusterUsedDesc = prometheus.NewDesc(namespace+"_cluster_used", "Observed usage against a quota in one member cluster, in base units.", []string{"namespace", "quota", "cluster", "resource"}, nil)
+	waitingDesc     = prometheus.NewDesc(namespace+"_bindings_waiting",
+		"Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.", quotaLabels, nil)
+	unclassifiedDesc = prometheus.NewDesc(namespace+"_bindings_unclassified",
+		"Bindings of a PriorityClass-scoped quota's namespace whose priority class could not be read, as of the last recount: the quota does not count them.", quotaLabels, nil)
+	oldestWaitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting_oldest_timestamp_seconds",
+		"When the longest-waiting binding counted in bindings_waiting was refused (its Scheduled condition's lastTransitionTime), as Unix time. Absent when none waits.", quotaLabels, nil)
+
+	generationDesc = prometheus.NewDesc(namespace+"_metadata_generation",
+		"metadata.generation of a quota, as this controller replica's cache holds it.", quotaLabels, nil)
+	observedGenerationDesc = prometheus.NewDesc(namespace+"_status_observed_generation",
+		"status.observedGeneration of a quota, as this controller replica's cache holds it; behind metadata_generation while a spec change is not counted yet.", quotaLabels, nil)
+	readyDesc = prometheus.NewDesc(namespace+"_status_ready",
+		"1 when a quota's Ready condition is True, else 0, as this controller replica's cache holds it.", quotaLabels, nil)
 )
 
-// quotaCollector exports quota state read at scrape time, so a deleted quota's series vanish with it. Its source
-// is set by the controller; a process that runs no controller exports nothing.
-type quotaCollector struct{ source atomic.Pointer[QuotaSource] }
+// quotaCollector exports the leader's view of each quota, read at scrape time from the state of its last recount,
+// so a deleted quota's series vanish with it. Standbys recount nothing and export nothing here.
+type quotaCollector struct {
+	mu     sync.RWMutex
+	source QuotaSource
+}
 
 var quotas = &quotaCollector{}
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- hardDesc
-	ch <- usedDesc
-	ch <- reservedDesc
-	ch <- clusterUsedDesc
+	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, waitingDesc, oldestWaitingDesc, unclassifiedDesc} {
+		ch <- d
+	}
 }
 
 func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
-	source := c.source.Load()
+	c.mu.RLock()
+	source := c.source
+	c.mu.RUnlock()
 	if source == nil {
 		return
 	}
-	for _, s := range (*source).Snapshots() {
+	for _, s := range source.Snapshots() {
 		for desc, values := range map[*prometheus.Desc]map[string]float64{hardDesc: s.Hard, usedDesc: s.Used, reservedDesc: s.Reserved} {
 			for resource, v := range values {
 				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, resource)
@@ -161,33 +244,136 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(clusterUsedDesc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
 			}
 		}
+		// Zero is exported too, so a quota nobody waits on shows as such rather than as no data.
+		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(s.Waiting), s.Namespace, s.Name)
+		ch <- prometheus.MustNewConstMetric(unclassifiedDesc, prometheus.GaugeValue, float64(s.Unclassified), s.Namespace, s.Name)
+		if s.Waiting > 0 && !s.OldestWaiting.IsZero() {
+			ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, float64(s.OldestWaiting.Unix()), s.Namespace, s.Name)
+		}
+	}
+}
+
+// storedQuotaCollector exports, on every controller replica, what the karmada-apiserver stores about each quota's
+// status. A leader that stopped counting, or an election nobody wins, shows here as status falling behind the
+// spec, which the leader's own state could never show.
+type storedQuotaCollector struct {
+	mu     sync.RWMutex
+	source StoredQuotaSource
+}
+
+var storedQuotas = &storedQuotaCollector{}
+
+func (c *storedQuotaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- generationDesc
+	ch <- observedGenerationDesc
+	ch <- readyDesc
+}
+
+func (c *storedQuotaCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.RLock()
+	source := c.source
+	c.mu.RUnlock()
+	if source == nil {
+		return
+	}
+	for _, q := range source.StoredQuotas() {
+		ready := 0.0
+		if q.Ready {
+			ready = 1
+		}
+		ch <- prometheus.MustNewConstMetric(generationDesc, prometheus.GaugeValue, float64(q.Generation), q.Namespace, q.Name)
+		ch <- prometheus.MustNewConstMetric(observedGenerationDesc, prometheus.GaugeValue, float64(q.ObservedGeneration), q.Namespace, q.Name)
+		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, ready, q.Namespace, q.Name)
 	}
 }
 
 // SetQuotaSource makes the quota gauges export what source knows, from the next scrape on.
 func SetQuotaSource(source QuotaSource) {
-	quotas.source.Store(&source)
+	quotas.mu.Lock()
+	defer quotas.mu.Unlock()
+	quotas.source = source
 }
 
-var registerOnce sync.Once
+// SetStoredQuotaSource makes the stored-status gauges export what source holds, from the next scrape on.
+func SetStoredQuotaSource(source StoredQuotaSource) {
+	storedQuotas.mu.Lock()
+	defer storedQuotas.mu.Unlock()
+	storedQuotas.source = source
+}
 
-// Register adds the metrics to controller-runtime's registry, which its manager serves on /metrics.
-func Register() {
-	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(
-			AdmissionRequests,
-			AdmissionDuration,
-			AdmissionBatchSize,
-			StatusConflicts,
-			AdmissionRetries,
-			ReservationsWritten,
-			ReservationsRolledBack,
-			ReconcileDuration,
-			ReservationsSettled,
-			ReservationsExpired,
-			DriftRepaired,
-			BindingsRequeued,
-			quotas,
-		)
-	})
+// webhookCollectors are the series quota-webhook exports.
+func webhookCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		AdmissionRequests,
+		AdmissionDuration,
+		AdmissionBatchSize,
+		StatusConflicts,
+		AdmissionRetries,
+		ReservationsWritten,
+		ReservationsRolledBack,
+	}
+}
+
+// controllerCollectors are the series quota-controller exports, but for the certificate metrics
+// (RegisterCertificates).
+func controllerCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		ReconcileDuration,
+		StatusConflicts,
+		ReservationsSettled,
+		ReservationsExpired,
+		DriftRepaired,
+		BindingsRequeued,
+		quotas,
+		storedQuotas,
+	}
+}
+
+// registerWebhook registers quota-webhook's series into r and creates, at zero, the series it exports before its
+// first request: admissions allowed, per kind and operation, and its conflicts. A webhook that serves then always
+// exports karmada_quota_admission_requests_total, so an alert can take its absence as the webhook being down, and
+// rate() sees the first increment.
+func registerWebhook(r prometheus.Registerer) {
+	register(r, webhookCollectors()...)
+	for _, kind := range []string{KindResourceBinding, KindKarmadaQuota} {
+		for _, op := range admittedOperations {
+			AdmissionRequests.WithLabelValues(kind, op, ResultAllowed, "")
+			AdmissionDuration.WithLabelValues(kind, op)
+		}
+	}
+	StatusConflicts.WithLabelValues(WriterWebhook)
+}
+
+// registerController registers quota-controller's series into r, with its conflicts at zero.
+func registerController(r prometheus.Registerer) {
+	register(r, controllerCollectors()...)
+	StatusConflicts.WithLabelValues(WriterController)
+}
+
+// register adds collectors to r. A collector r already holds is no error: a process that runs both the webhook and
+// the controller (the integration tests do) registers their shared series twice.
+func register(r prometheus.Registerer, collectors ...prometheus.Collector) {
+	for _, c := range collectors {
+		err := r.Register(c)
+		var already prometheus.AlreadyRegisteredError
+		if err == nil || (errors.As(err, &already) && already.ExistingCollector == c) {
+			continue
+		}
+		panic(err)
+	}
+}
+
+var registerWebhookOnce, registerControllerOnce sync.Once
+
+// RegisterWebhook adds quota-webhook's series to controller-runtime's registry, which its manager serves on
+// /metrics.
+func RegisterWebhook() {
+	registerWebhookOnce.Do(func() { registerWebhook(ctrlmetrics.Registry) })
+}
+
+// RegisterController adds quota-controller's series to controller-runtime's registry, which its manager serves on
+// /metrics: the quota gauges, the recount's counters, and the certificate metrics.
+func RegisterController() {
+	registerControllerOnce.Do(func() { registerController(ctrlmetrics.Registry) })
+	RegisterCertificates()
 }

@@ -46,10 +46,12 @@ type Ledger struct {
 	hard resources.List
 	// userName maps each canonical name back to the key the quota's author wrote (cpu, not requests.cpu), so
 	// status and messages speak the author's language.
-	userName     map[corev1.ResourceName]corev1.ResourceName
-	used         resources.List
+	userName map[corev1.ResourceName]corev1.ResourceName
+	used     resources.List
+	// reserved is the sum of the reservations and of folded.
 	reserved     resources.List
 	reservations []Reservation
+	folded       Folded
 }
 
 // NewLedger parses a quota. It fails for a spec that validation would refuse, so a quota that slipped past
@@ -89,6 +91,10 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
 		res := Reservation{Owner: r.ReservedBy, Generation: r.Generation, Amount: l.parse(r.Reserved), Expires: r.ExpirationTime.Time}
 		l.reservations = append(l.reservations, res)
 		l.reserved.Add(res.Amount)
+	}
+	if f := q.Status.FoldedReservations; f != nil {
+		l.folded = Folded{Count: f.Count, Amount: l.parse(f.Reserved), Expires: f.ExpirationTime.Time}
+		l.reserved.Add(l.folded.Amount)
 	}
 	return l, nil
 }
@@ -309,7 +315,7 @@ func (l *Ledger) RenderAll(list resources.List) corev1.ResourceList {
 	return out
 }
 
-// Reservations returns the current reservations.
+// Reservations returns the current reservations, not counting those folded.
 func (l *Ledger) Reservations() []Reservation {
 	return l.reservations
 }
@@ -335,6 +341,14 @@ func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 			Reserved:       l.Render(r.Amount),
 			ExpirationTime: metav1.NewTime(r.Expires),
 		})
+	}
+	status.FoldedReservations = nil
+	if l.folded.Count > 0 {
+		status.FoldedReservations = &quotav1alpha1.FoldedReservations{
+			Count:          l.folded.Count,
+			Reserved:       l.Render(l.folded.Amount),
+			ExpirationTime: metav1.NewTime(l.folded.Expires),
+		}
 	}
 	status.Reserved = l.RenderAll(l.reserved)
 }

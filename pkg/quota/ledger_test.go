@@ -72,10 +72,11 @@ type state struct {
 	Used         resources.List
 	Reserved     resources.List
 	Reservations []Reservation
+	Folded       Folded
 }
 
 func stateOf(l *Ledger) state {
-	return state{Hard: l.hard, UserName: l.userName, Used: l.used, Reserved: l.reserved, Reservations: l.reservations}
+	return state{Hard: l.hard, UserName: l.userName, Used: l.used, Reserved: l.reserved, Reservations: l.reservations, Folded: l.folded}
 }
 
 var (

@@ -22,6 +22,28 @@ var maxValue = resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
 // Value converts a quantity to accounting units for a canonical name: milli-units for CPU (requests of 100m must
 // stay exact), base units rounded up for the rest. Quantities beyond int64 saturate.
 func Value(name corev1.ResourceName, q resource.Quantity) int64 {
+	if q.IsZero() {
+		return 0
+	}
+	// A quantity may carry a decimal exponent near the int32 limits ("1e2147483647"): apimachinery's comparisons
+	// then overflow the scale difference and divide by zero, or build numbers of billions of digits. Its magnitude
+	// is decided first, from the float approximation (an exponent, no big numbers); only quantities within a few
+	// orders of int64 reach the exact comparisons below.
+	approx := q.AsApproximateFloat64()
+	if isMilli(name) {
+		approx *= 1000
+	}
+	switch {
+	case approx >= 1e20:
+		return math.MaxInt64
+	case approx <= -1e20:
+		return math.MinInt64
+	case approx > 0 && approx < 1e-3:
+		// Far below one unit: rounded away from zero, as MilliValue and Value round.
+		return 1
+	case approx < 0 && approx > -1e-3:
+		return -1
+	}
 	if isMilli(name) {
 		switch {
 		case q.Cmp(*maxMilli) >= 0:

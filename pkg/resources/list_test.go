@@ -44,6 +44,14 @@ func TestValue(t *testing.T) {
 		"negative memory":                        {name: memory, quantity: "-1Ki", want: -1024},
 		"negative cpu beyond int64 saturates":    {name: cpu, quantity: "-1e20", want: math.MinInt64},
 		"negative memory beyond int64 saturates": {name: memory, quantity: "-1e30", want: math.MinInt64},
+		// Scales near the int32 limits, where apimachinery's own comparisons divide by zero or never end.
+		"cpu at the largest exponent saturates":    {name: cpu, quantity: "1e2147483647", want: math.MaxInt64},
+		"memory at the largest exponent saturates": {name: memory, quantity: "9e2147483647", want: math.MaxInt64},
+		"negative cpu at the largest exponent":     {name: cpu, quantity: "-1e2147483647", want: math.MinInt64},
+		"zero at the largest exponent":             {name: cpu, quantity: "0e2147483647", want: 0},
+		"a tiny cpu request rounds up":             {name: cpu, quantity: "1e-100000", want: 1},
+		"a tiny memory request rounds up":          {name: memory, quantity: "1e-1000", want: 1},
+		"a huge exponent with a tiny mantissa":     {name: cpu, quantity: "0.000000000000000000001e100000", want: math.MaxInt64},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -42,6 +42,12 @@ type Charge struct {
 	Clusters map[string]resources.List
 }
 
+// MaxPlacedSets bounds the replica sets Of lists for one multi-component binding (components × clusters). No
+// real workload comes near it (tens of components on hundreds of clusters); a binding crafted with thousands of
+// each would otherwise make every count of it allocate gigabytes. A single-template binding lists one set per
+// cluster, bounded by the size of the object itself.
+const MaxPlacedSets = 100_000
+
 // Of computes what rb uses. It refuses, with a field path, what no real binding carries: negative replicas,
 // negative requests, an unparsable resource reference. Deleting bindings count like any other: their workloads
 // run until they are gone.
@@ -63,6 +69,11 @@ func Of(rb *workv1alpha2.ResourceBinding) (Usage, error) {
 	if len(rb.Spec.Components) > 0 {
 		// Karmada places a multi-component workload as whole sets: every cluster it lists runs each component at
 		// the component's replica count.
+		if sets := len(rb.Spec.Components) * len(rb.Spec.Clusters); sets > MaxPlacedSets {
+			return Usage{}, field.Invalid(spec.Child("components"), len(rb.Spec.Components), fmt.Sprintf(
+				"%d components on %d clusters make %d replica sets, more than the %d karmada-quota counts for one binding",
+				len(rb.Spec.Components), len(rb.Spec.Clusters), sets, MaxPlacedSets))
+		}
 		components := make([]Placed, 0, len(rb.Spec.Components))
 		for i, c := range rb.Spec.Components {
 			path := spec.Child("components").Index(i)

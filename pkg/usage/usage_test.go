@@ -2,7 +2,9 @@ package usage
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -716,5 +718,29 @@ func TestMissingRequests(t *testing.T) {
 				t.Errorf("MissingRequests(%v) (-want +got):\n%s", tc.limited, diff)
 			}
 		})
+	}
+}
+
+// TestOfBoundsReplicaSets: a binding crafted with thousands of components on thousands of clusters is refused
+// with a field error before anything is allocated for it; as many components or clusters alone are counted.
+func TestOfBoundsReplicaSets(t *testing.T) {
+	many := func(components, clusters int) *utiltesting.BindingWrapper {
+		b := utiltesting.MakeBinding("ns", "crafted").Resource("flink.apache.org/v1beta1", "FlinkDeployment")
+		for i := range components {
+			b.Component(fmt.Sprintf("c%d", i), 1, utiltesting.List("cpu", "1"))
+		}
+		for i := range clusters {
+			b.Cluster(fmt.Sprintf("member%d", i), 0)
+		}
+		return b
+	}
+	_, err := Of(many(2000, 5000).Obj())
+	var fe *field.Error
+	if !errors.As(err, &fe) || fe.Field != "spec.components" || !strings.Contains(fe.Detail, "2000 components on 5000 clusters make 10000000 replica sets") {
+		t.Errorf("Of(2000 components on 5000 clusters) error = %v, want a field error on spec.components", err)
+	}
+	u, err := Of(many(MaxPlacedSets/1000, 1000).Obj())
+	if err != nil || len(u.Placed) != MaxPlacedSets {
+		t.Errorf("Of(at the bound) = %d sets, %v; want %d", len(u.Placed), err, MaxPlacedSets)
 	}
 }

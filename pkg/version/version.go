@@ -13,9 +13,12 @@ const karmadaModule = "github.com/karmada-io/karmada"
 
 // Set by `make build` through -ldflags "-X github.com/karmada-quota/karmada-quota/pkg/version.version=...".
 var (
-	version  = "v0.0.0-dev"
+	version  = devVersion
 	revision = ""
 )
+
+// devVersion is the version of a build that was told none.
+const devVersion = "v0.0.0-dev"
 
 // Info identifies a build.
 type Info struct {
@@ -38,6 +41,12 @@ func Get() Info {
 func fromBuild(version, revision string, build *debug.BuildInfo) Info {
 	info := Info{Version: version, Revision: revision, GoVersion: runtime.Version(), Karmada: "unknown"}
 	if build != nil {
+		// `go install <module>/cmd/...@v0.3.0` (how the kubectl plugin is installed) sets no -ldflags, but the
+		// toolchain records the module version it built (in a checkout, a pseudo-version when it stamps VCS
+		// information, else "(devel)", which says nothing).
+		if version == devVersion && build.Main.Version != "" && build.Main.Version != "(devel)" {
+			info.Version = build.Main.Version
+		}
 		for _, dep := range build.Deps {
 			if dep.Path != karmadaModule {
 				continue

@@ -27,6 +27,21 @@ func TestFromBuild(t *testing.T) {
 				Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "def456"}}},
 			want: Info{Version: "v0.0.0-dev", Revision: "def456", GoVersion: runtime.Version(), Karmada: "v1.18.2"},
 		},
+		"go install <module>@<version>: the module version the toolchain recorded": {
+			version: "v0.0.0-dev",
+			build:   &debug.BuildInfo{Main: debug.Module{Path: "github.com/karmada-quota/karmada-quota", Version: "v0.3.0"}, Deps: []*debug.Module{karmada}},
+			want:    Info{Version: "v0.3.0", Revision: "unknown", GoVersion: runtime.Version(), Karmada: "v1.18.2"},
+		},
+		"go build in a checkout: the toolchain records (devel), which says nothing": {
+			version: "v0.0.0-dev",
+			build:   &debug.BuildInfo{Main: debug.Module{Path: "github.com/karmada-quota/karmada-quota", Version: "(devel)"}, Deps: []*debug.Module{karmada}},
+			want:    Info{Version: "v0.0.0-dev", Revision: "unknown", GoVersion: runtime.Version(), Karmada: "v1.18.2"},
+		},
+		"-ldflags win over the recorded module version": {
+			version: "v0.2.0", revision: "abc123",
+			build: &debug.BuildInfo{Main: debug.Module{Path: "github.com/karmada-quota/karmada-quota", Version: "v0.3.0"}, Deps: []*debug.Module{karmada}},
+			want:  Info{Version: "v0.2.0", Revision: "abc123", GoVersion: runtime.Version(), Karmada: "v1.18.2"},
+		},
 		"a replaced Karmada module": {
 			version: "v0.2.0", revision: "abc123",
 			build: &debug.BuildInfo{Deps: []*debug.Module{{Path: karmadaModule, Version: "v1.18.2",

@@ -88,13 +88,13 @@ func TestBenchCorrectness(t *testing.T) {
 					t.Errorf("karmada-quota, %s: %dm CPU still reserved after settling, more than the %d failed writes explain",
 						w.Name, a.Pending, w.Summary.Failed())
 				}
-			case harness.ConfigFRQ:
+			case harness.ConfigFRQ, harness.ConfigFRQRaised:
 				if w.Name != "scale storm" && a.OverQuotas != 0 {
-					t.Errorf("Karmada FRQ, %s: admitted past hard in %d quotas with one placement per binding", w.Name, a.OverQuotas)
+					t.Errorf("%s, %s: admitted past hard in %d quotas with one placement per binding", c.Name, w.Name, a.OverQuotas)
 				}
 				if a.OverQuotas != 0 || !a.Settled() {
-					t.Logf("finding, not a failure: Karmada FRQ, %s: %d quotas over hard (%dm CPU), %d drifting (↑%dm ↓%dm)",
-						w.Name, a.OverQuotas, a.Over, a.DriftQuotas, a.DriftUp, a.DriftDown)
+					t.Logf("finding, not a failure: %s, %s: %d quotas over hard (%dm CPU), %d drifting (↑%dm ↓%dm)",
+						c.Name, w.Name, a.OverQuotas, a.Over, a.DriftQuotas, a.DriftUp, a.DriftDown)
 				}
 			}
 		}
@@ -113,4 +113,42 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestScaleCorrectness runs the scale measurement at a tiny size and checks only that it measures what it says:
+// every recount finished, every quiet admission was answered, and the audited statuses are exact.
+func TestScaleCorrectness(t *testing.T) {
+	opts := DefaultScaleOptions()
+	opts.Sizes = []int{40, 120}
+	opts.HotBindings, opts.HotWriters, opts.QuietWrites = 32, 8, 20
+	opts.SetupWriters = 16
+	opts.WorkDir = t.TempDir()
+	opts.Progress = testWriter{t}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rep, err := harness.RunScale(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + report.ScaleMarkdown(rep, "go test ./test/bench"))
+	if len(rep.Steps) != len(opts.Sizes) {
+		t.Fatalf("%d steps measured, want %d", len(rep.Steps), len(opts.Sizes))
+	}
+	for _, s := range rep.Steps {
+		if s.WarmRecount <= 0 || s.ColdRecount <= 0 || s.ControllerReady <= 0 || s.WebhookReady <= 0 {
+			t.Errorf("%d bindings: a time was not measured: %+v", s.Bindings, s)
+		}
+		if s.ControllerRSS <= 0 || s.WebhookRSS <= 0 {
+			t.Errorf("%d bindings: a memory was not measured: %+v", s.Bindings, s)
+		}
+		for name, sum := range map[string]interface{ Failed() int }{"alone": s.QuietAlone, "under load": s.QuietUnderLoad} {
+			if sum.Failed() != 0 {
+				t.Errorf("%d bindings: %d quiet admissions %s failed", s.Bindings, sum.Failed(), name)
+			}
+		}
+		if s.Exact != s.Audited || s.Audited == 0 {
+			t.Errorf("%d bindings: %d of %d audited quotas exact", s.Bindings, s.Exact, s.Audited)
+		}
+	}
 }

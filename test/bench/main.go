@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,8 +38,13 @@ func run(args []string) error {
 		command  = fs.String("command", "", "The command line to record in the report; empty records this one.")
 		keepLogs = fs.Bool("keep-logs", false, "Keep the work folder (component logs, kubeconfig) instead of deleting it.")
 		webhook  = fs.String("quota-webhook-args", "", "Extra flags for quota-webhook, space separated (to study a setting).")
+		ctrlArgs = fs.String("quota-controller-args", "", "Extra flags for quota-controller, space separated (to study a setting).")
 		frqHook  = fs.String("frq-webhook-args", "", "Extra flags for karmada-webhook, space separated (to study a setting).")
+		scale    = fs.Bool("scale", false, "Instead of the side-by-side comparison, measure karmada-quota at growing sizes (--scale-sizes) and write its own section.")
+		sizes    = fs.String("scale-sizes", "1000,10000,100000", "Bindings at each step of --scale, increasing, comma separated.")
 	)
+	scaleOpts := DefaultScaleOptions()
+	fs.IntVar(&scaleOpts.PerNamespace, "scale-bindings-per-namespace", scaleOpts.PerNamespace, "Bindings per namespace (one quota each) in --scale.")
 	fs.IntVar(&opts.Workload.Writers, "writers", opts.Workload.Writers, "Concurrent placement writers.")
 	fs.IntVar(&opts.Workload.HotBindings, "hot-bindings", opts.Workload.HotBindings, "Bindings placed in the hot-quota namespace (the quota fits half).")
 	fs.IntVar(&opts.Workload.SpreadNamespaces, "spread-namespaces", opts.Workload.SpreadNamespaces, "Namespaces of the spread workload, one quota each.")
@@ -56,12 +62,20 @@ func run(args []string) error {
 		}
 		return err
 	}
-	opts.Configs = strings.Split(*configs, ",")
-	opts.QuotaWebhookArgs = strings.Fields(*webhook)
-	opts.FRQWebhookArgs = strings.Fields(*frqHook)
 	if *command == "" {
 		*command = "go run ./test/bench " + strings.Join(args, " ")
 	}
+	if *scale {
+		var err error
+		if scaleOpts.Sizes, err = parseSizes(*sizes); err != nil {
+			return err
+		}
+		return runScale(scaleOpts, *out, *command, *keepLogs)
+	}
+	opts.Configs = strings.Split(*configs, ",")
+	opts.QuotaWebhookArgs = strings.Fields(*webhook)
+	opts.QuotaControllerArgs = strings.Fields(*ctrlArgs)
+	opts.FRQWebhookArgs = strings.Fields(*frqHook)
 
 	work, err := os.MkdirTemp("", "karmada-quota-bench-")
 	if err != nil {
@@ -94,4 +108,45 @@ func run(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: wrote %s (%s)\n", *out, rep.Took.Round(time.Second))
 	return nil
+}
+
+func runScale(opts harness.ScaleOptions, out, command string, keepLogs bool) error {
+	work, err := os.MkdirTemp("", "karmada-quota-scale-")
+	if err != nil {
+		return err
+	}
+	if keepLogs {
+		fmt.Fprintln(os.Stderr, "bench: work folder", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	opts.WorkDir = work
+	opts.Progress = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := harness.RunScale(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		fmt.Print(report.ScaleMarkdown(rep, command))
+		return nil
+	}
+	if err := report.WriteScale(out, rep, command); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s (%s)\n", out, rep.Took.Round(time.Second))
+	return nil
+}
+
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
+			return nil, fmt.Errorf("--scale-sizes must be increasing positive numbers, got %q", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }

@@ -31,6 +31,19 @@ func DefaultOptions() harness.Options {
 	}
 }
 
+// DefaultScaleOptions are what `make bench` measures with --scale, besides the sizes: ten bindings per namespace,
+// so the largest step is 10,000 quotas over 100,000 bindings.
+func DefaultScaleOptions() harness.ScaleOptions {
+	return harness.ScaleOptions{
+		PerNamespace:  10,
+		HotBindings:   256,
+		HotWriters:    32,
+		QuietWrites:   200,
+		SetupWriters:  64,
+		SettleTimeout: time.Minute,
+	}
+}
+
 // defaultKarmadaBin is $KARMADA_BIN, else the Makefile's cache folder for the Karmada version this module
 // requires.
 func defaultKarmadaBin() string {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -11,9 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/test/localkarmada"
 )
@@ -39,50 +36,6 @@ func burst(ns string, n int) []string {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	return names
-}
-
-// admissionSampler reads the quota and the bindings until stopped, recording the worst moment seen: what the
-// quota had admitted (used + reserved) and how many CPUs the bindings had placed.
-type admissionSampler struct {
-	samples, maxAdmitted, maxPlaced atomic.Int64
-	stop                            chan struct{}
-	done                            chan struct{}
-}
-
-func sampleAdmissions(ns, quota string) *admissionSampler {
-	s := &admissionSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer GinkgoRecover()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			q := &quotav1alpha1.KarmadaQuota{}
-			var bindings workv1alpha2.ResourceBindingList
-			if karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: quota}, q) != nil ||
-				karmada.List(ctx, &bindings, client.InNamespace(ns)) != nil {
-				continue // the karmada-apiserver is busy; the next sample will tell
-			}
-			admitted := canonical(q.Status.Used)
-			admitted.Add(canonical(q.Status.Reserved))
-			var placed int64
-			for _, rb := range bindings.Items {
-				placed += int64(placedReplicas(&rb))
-			}
-			s.samples.Add(1)
-			s.maxAdmitted.Store(max(s.maxAdmitted.Load(), admitted["requests.cpu"]))
-			s.maxPlaced.Store(max(s.maxPlaced.Load(), placed))
-		}
-	}()
-	return s
-}
-
-func (s *admissionSampler) finish() {
-	close(s.stop)
-	<-s.done
 }
 
 // expectExactlyAdmitted waits until every Deployment of the burst is either scheduled or refused for quota, and
@@ -143,14 +96,14 @@ var _ = Describe("A burst of Deployments", func() {
 			names = burst(ns, 20)
 		}()
 
-		// Killed as a crash would: no graceful shutdown, no lease released.
+		// Every replica of both killed as a crash would: no graceful shutdown, no lease released. The host's
+		// kubelet restarts them, as a kubelet restarts a crashed container.
 		time.Sleep(time.Second)
-		Expect(env.Kill(localkarmada.QuotaWebhook)).To(Succeed())
-		Expect(env.Kill(localkarmada.QuotaController)).To(Succeed())
-		time.Sleep(2 * time.Second)
-		Expect(env.Start(ctx, localkarmada.QuotaWebhook)).To(Succeed())
+		killReplicas(localkarmada.QuotaWebhookDeployment)
+		killReplicas(localkarmada.QuotaControllerDeployment)
 		<-done
-		Expect(env.Start(ctx, localkarmada.QuotaController)).To(Succeed())
+		expectReplicasRestarted(localkarmada.QuotaWebhookDeployment)
+		expectReplicasRestarted(localkarmada.QuotaControllerDeployment)
 
 		expectExactlyAdmitted(ns, "compute", names, 12)
 		sampler.finish()
@@ -158,3 +111,29 @@ var _ = Describe("A burst of Deployments", func() {
 		Expect(sampler.maxPlaced.Load()).To(BeNumerically("<=", 12), "bindings placed more CPUs than hard")
 	})
 })
+
+// killReplicas kills the process of every pod of one of karmada-quota's Deployments in the host.
+func killReplicas(deployment string) {
+	GinkgoHelper()
+	pods, err := env.DeploymentPods(ctx, localkarmada.KarmadaNamespace, deployment)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(pods).NotTo(BeEmpty())
+	for _, p := range pods {
+		Expect(env.KillPodProcess(ctx, p.Namespace, p.Name, p.Pod.Spec.Containers[0].Name)).To(Succeed())
+	}
+}
+
+// expectReplicasRestarted waits until every pod of the Deployment runs again, ready, after a restart.
+func expectReplicasRestarted(deployment string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		pods, err := env.DeploymentPods(ctx, localkarmada.KarmadaNamespace, deployment)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods).NotTo(BeEmpty())
+		for _, p := range pods {
+			g.Expect(p.Ready).To(BeTrue(), "%s is ready", p.Name)
+			container := p.Pod.Spec.Containers[0].Name
+			g.Expect(p.RestartCounts[container]).To(BeNumerically(">=", 1), "%s was restarted", p.Name)
+		}
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "%s restarted", deployment)
+}

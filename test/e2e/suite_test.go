@@ -72,9 +72,18 @@ var _ = AfterSuite(func() {
 	}
 	if !suitePassed && env != nil {
 		// CI keeps no files: the ends of the logs that decide quota go to the test output.
-		for _, name := range []string{localkarmada.QuotaWebhook, localkarmada.QuotaController, "karmada-scheduler", "karmada-controller-manager"} {
+		for _, name := range []string{"karmada-scheduler", "karmada-controller-manager"} {
 			fmt.Fprintf(GinkgoWriter, "\n--- last lines of %s ---\n%s\n", name, env.LogTail(name, 40))
 		}
+		for _, deployment := range []string{localkarmada.QuotaWebhookDeployment, localkarmada.QuotaControllerDeployment} {
+			pods, _ := env.DeploymentPods(context.Background(), localkarmada.KarmadaNamespace, deployment)
+			for _, p := range pods {
+				fmt.Fprintf(GinkgoWriter, "\n--- last lines of pod %s ---\n%s\n", p.Name,
+					env.PodLogTail(context.Background(), p.Namespace, p.Name, p.Pod.Spec.Containers[0].Name, 40))
+			}
+		}
+		// The host's pods run as processes: the output of those that failed, are not ready or restarted.
+		fmt.Fprint(GinkgoWriter, env.FailingPodLogs(context.Background(), 40))
 	}
 	if !started {
 		return

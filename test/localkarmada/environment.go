@@ -3,6 +3,10 @@
 // kube-controller-manager, kube-scheduler and KWOK fake nodes in each member, and karmada-quota installed the way a
 // production install does it. `make up`, `make demo` and the e2e suite all run on it.
 //
+// A host cluster, where Karmada's control plane would run as pods, comes up alongside: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, and local-kubelet (package kubelet) as its only node, which runs pods as
+// local processes and serves the host's Services to the karmada-apiserver through its HTTPS_PROXY.
+//
 // Every process is recorded, with the command that started it, in a state file in the environment's folder, so
 // the environment can be stopped (by PID) from another program than the one that started it, and a process can be
 // killed and restarted by a test.
@@ -33,6 +37,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
@@ -44,6 +49,7 @@ func init() {
 	utilruntime.Must(scheme.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
 	utilruntime.Must(clusterv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(operatorv1alpha1.AddToScheme(Scheme))
 }
 
 const stateFile = "state.json"
@@ -59,6 +65,8 @@ type Options struct {
 	KWOKStages string
 	// Members is how many member clusters to start and join.
 	Members int
+	// QuotaValues are Helm values karmada-quota's chart is installed with, besides the images.
+	QuotaValues map[string]any
 	// Tied processes die with the program that started them (tests); untied ones outlive it (`make up`).
 	Tied bool
 	// Progress receives one line per step; nil discards them.
@@ -71,8 +79,10 @@ type Environment struct {
 	// Karmada is the karmada-apiserver; Members are the member clusters' apiservers, by cluster name.
 	Karmada APIServer   `json:"karmada"`
 	Members []APIServer `json:"members"`
-	// QuotaWebhookURL is what the ValidatingWebhookConfiguration points at.
-	QuotaWebhookURL string `json:"quotaWebhookURL"`
+	// Host is the host cluster: where Karmada's control plane runs as pods in production and where karmada-quota's
+	// chart puts its Deployments. Its only node is a local-kubelet, which runs pods as local processes.
+	Host        APIServer   `json:"host"`
+	HostKubelet KubeletInfo `json:"hostKubelet"`
 	// Processes in start order; they are stopped in reverse.
 	Processes []*Process `json:"processes"`
 	// Health is each process's readiness endpoint, by process name; processes without one are checked by their
@@ -87,7 +97,23 @@ type Environment struct {
 	tied     bool
 	progress io.Writer
 	// mu guards Processes and Health while Up starts the members and Karmada's components side by side.
-	mu sync.Mutex
+	mu     sync.Mutex
+	saving sync.Mutex
+}
+
+// KubeletInfo describes the host cluster's local-kubelet.
+type KubeletInfo struct {
+	// Node is the name of its Node.
+	Node string `json:"node"`
+	// ImageDir is the environment's own image folder: a docker-archive written there runs at once. ImageDirs are
+	// every folder the kubelet reads images from: ImageDir, then the repository's bin/images (`make images`).
+	ImageDir  string   `json:"imageDir"`
+	ImageDirs []string `json:"imageDirs"`
+	// RootDir holds the pods' sandboxes; LogDir the containers' output (kubelet.ContainerLogPath), kept by Down.
+	RootDir string `json:"rootDir"`
+	LogDir  string `json:"logDir"`
+	// ServiceProxy is where the kubelet's service proxy listens, the karmada-apiserver's HTTPS_PROXY.
+	ServiceProxy string `json:"serviceProxy"`
 }
 
 // APIServer is one kube-apiserver of the environment.
@@ -121,6 +147,9 @@ func (e *Environment) record(p *Process, health string) {
 }
 
 func (e *Environment) save() error {
+	// Steps that run side by side save at once: one writer at a time, or they would rename each other's file.
+	e.saving.Lock()
+	defer e.saving.Unlock()
 	e.mu.Lock()
 	raw, err := json.MarshalIndent(e, "", "  ")
 	e.mu.Unlock()

@@ -137,6 +137,13 @@ func (s *setup) karmadaWebhookConfigurations(ctx context.Context, c client.Clien
 	return nil
 }
 
+// rateLimiterMaxDelay caps how long karmada-controller-manager and karmada-scheduler wait before retrying an
+// object whose sync keeps failing: its back-off doubles from 5ms per failure, up to 1000s by default. Neither
+// requeues anything when the karmada-apiserver or a member comes back (karmada-io/karmada#3959), so after an outage
+// of a minute, a Work or a binding that failed throughout waits minutes more. Here it waits at most 10s, so that a
+// test sees Karmada converge once a fault is healed; docs/faults.md gives the figures with the default.
+const rateLimiterMaxDelay = "--rate-limiter-max-delay=10s"
+
 // karmadaControllers starts karmada-controller-manager and karmada-scheduler as Karmada deploys them, without the
 // scheduler estimator (it needs an estimator per member; the scheduler falls back to the clusters' summaries).
 func (s *setup) karmadaControllers(ctx context.Context) error {
@@ -149,6 +156,7 @@ func (s *setup) karmadaControllers(ctx context.Context) error {
 		s.bin["karmada-controller-manager"],
 		"--kubeconfig", kubeconfig,
 		"--cluster-status-update-frequency", "10s",
+		rateLimiterMaxDelay,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 	); err != nil {
@@ -158,6 +166,7 @@ func (s *setup) karmadaControllers(ctx context.Context) error {
 		s.bin["karmada-scheduler"],
 		"--kubeconfig", kubeconfig,
 		"--enable-scheduler-estimator=false",
+		rateLimiterMaxDelay,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[3]),
 	)

@@ -114,61 +114,72 @@ func (s *setup) nodes(ctx context.Context, m APIServer) error {
 	})
 }
 
-// join registers every member with Karmada in Push mode, as `karmadactl join` does, without waiting for the
-// member's token controller: a ServiceAccount bound to cluster-admin in the member, a token for it from the
-// TokenRequest API, the two Secrets Karmada reads in karmada-cluster, and the Cluster object.
+// join registers every member with Karmada in Push mode and waits until each is Ready (joinMember).
 func (s *setup) join(ctx context.Context) error {
-	karmada, err := Client(s.env.Karmada.Kubeconfig)
-	if err != nil {
-		return err
-	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, m := range s.env.Members {
-		g.Go(func() error {
-			token, err := s.memberToken(ctx, m)
-			if err != nil {
-				return fmt.Errorf("%s: %w", m.Name, err)
-			}
-			objects := []client.Object{
-				&corev1.Secret{
-					ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: "karmada-cluster"},
-					Data:       map[string][]byte{"token": []byte(token), "caBundle": s.pki.caPEM},
-				},
-				&corev1.Secret{
-					ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-impersonator", Namespace: "karmada-cluster"},
-					Data:       map[string][]byte{"token": []byte(token)},
-				},
-				&clusterv1alpha1.Cluster{
-					ObjectMeta: metav1.ObjectMeta{Name: m.Name},
-					Spec: clusterv1alpha1.ClusterSpec{
-						APIEndpoint:           m.URL,
-						SyncMode:              clusterv1alpha1.Push,
-						SecretRef:             &clusterv1alpha1.LocalSecretReference{Namespace: "karmada-cluster", Name: m.Name},
-						ImpersonatorSecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "karmada-cluster", Name: m.Name + "-impersonator"},
-					},
-				},
-			}
-			for _, obj := range objects {
-				if err := karmada.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-					return fmt.Errorf("joining %s: %w", m.Name, err)
-				}
-			}
-			return waitFor(ctx, m.Name+" to be Ready in Karmada", func(ctx context.Context) error {
-				var cluster clusterv1alpha1.Cluster
-				if err := karmada.Get(ctx, client.ObjectKey{Name: m.Name}, &cluster); err != nil {
-					return err
-				}
-				if !meta.IsStatusConditionTrue(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
-					return fmt.Errorf("conditions %v", cluster.Status.Conditions)
-				}
-				return nil
-			})
-		})
+		g.Go(func() error { return s.env.joinMember(ctx, m, s.pki.caPEM) })
 	}
 	return g.Wait()
 }
 
-func (s *setup) memberToken(ctx context.Context, m APIServer) (string, error) {
+// joinMember registers a member with Karmada in Push mode, as `karmadactl join` does, without waiting for the
+// member's token controller: a ServiceAccount bound to cluster-admin in the member, a token for it from the
+// TokenRequest API, the two Secrets Karmada reads in karmada-cluster (replaced when a previous join left them),
+// and the Cluster object; then it waits until Karmada reports the member Ready.
+func (e *Environment) joinMember(ctx context.Context, m APIServer, caPEM []byte) error {
+	karmada, err := Client(e.Karmada.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	token, err := memberToken(ctx, m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	secrets := []*corev1.Secret{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: "karmada-cluster"},
+			Data:       map[string][]byte{"token": []byte(token), "caBundle": caPEM},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-impersonator", Namespace: "karmada-cluster"},
+			Data:       map[string][]byte{"token": []byte(token)},
+		},
+	}
+	for _, secret := range secrets {
+		err := karmada.Create(ctx, secret)
+		if apierrors.IsAlreadyExists(err) {
+			err = karmada.Update(ctx, secret)
+		}
+		if err != nil {
+			return fmt.Errorf("joining %s: %w", m.Name, err)
+		}
+	}
+	cluster := &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name},
+		Spec: clusterv1alpha1.ClusterSpec{
+			APIEndpoint:           m.URL,
+			SyncMode:              clusterv1alpha1.Push,
+			SecretRef:             &clusterv1alpha1.LocalSecretReference{Namespace: "karmada-cluster", Name: m.Name},
+			ImpersonatorSecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: "karmada-cluster", Name: m.Name + "-impersonator"},
+		},
+	}
+	if err := karmada.Create(ctx, cluster); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("joining %s: %w", m.Name, err)
+	}
+	return waitFor(ctx, m.Name+" to be Ready in Karmada", func(ctx context.Context) error {
+		var cluster clusterv1alpha1.Cluster
+		if err := karmada.Get(ctx, client.ObjectKey{Name: m.Name}, &cluster); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+			return fmt.Errorf("conditions %v", cluster.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+func memberToken(ctx context.Context, m APIServer) (string, error) {
 	c, err := Client(m.Kubeconfig)
 	if err != nil {
 		return "", err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,8 +19,10 @@ import (
 type Process struct {
 	Name string   `json:"name"`
 	Args []string `json:"args"`
-	Log  string   `json:"log"`
-	PID  int      `json:"pid"`
+	// Env is added to the environment the process inherits (KEY=VALUE); a restart reuses it.
+	Env []string `json:"env,omitempty"`
+	Log string   `json:"log"`
+	PID int      `json:"pid"`
 	// StartTime is when the kernel started PID, in clock ticks since boot: with the PID, it names the process.
 	StartTime uint64 `json:"startTime"`
 
@@ -37,9 +40,13 @@ func (p *Process) start(tied bool) error {
 		return err
 	}
 	defer log.Close()
-	fmt.Fprintf(log, "\n==> %s %s\n", time.Now().Format(time.RFC3339), strings.Join(p.Args, " "))
+	fmt.Fprintf(log, "\n==> %s %s\n", time.Now().Format(time.RFC3339), strings.Join(append(slices.Clone(p.Env), p.Args...), " "))
 	cmd := exec.Command(p.Args[0], p.Args[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(p.Env) > 0 {
+		// Later entries win, so Env overrides what the process would inherit.
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if tied {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
@@ -53,10 +60,13 @@ func (p *Process) start(tied bool) error {
 		_ = cmd.Wait()
 		return fmt.Errorf("reading the start time of %s: %w", p.Name, err)
 	}
-	p.exited = make(chan struct{})
+	// The channel is this run's own: a restart replaces p.exited while the previous run's waiter may still be about
+	// to close its channel, and closing the new one would report the new process dead.
+	exited := make(chan struct{})
+	p.exited = exited
 	go func() {
 		_ = cmd.Wait()
-		close(p.exited)
+		close(exited)
 	}()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
@@ -23,7 +25,7 @@ const karmadaName = "karmada"
 var binaries = []string{
 	"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
 	"karmada-aggregated-apiserver", "karmada-controller-manager", "karmada-scheduler", "karmada-webhook",
-	"quota-webhook", "quota-controller",
+	"local-kubelet",
 }
 
 // setup is what Up carries from one step to the next.
@@ -39,6 +41,17 @@ type setup struct {
 	saKey      string
 	// etcd is each cluster's etcd client URL, by cluster name.
 	etcd map[string]string
+	// clusters are the etcd and apiserver of each cluster, by cluster name, decided before any starts.
+	clusters map[string]*clusterPlan
+}
+
+// clusterPlan is where one cluster's etcd and kube-apiserver listen.
+type clusterPlan struct {
+	server               APIServer
+	etcdClient, etcdPeer int
+	secure               int
+	// env is added to the apiserver's environment.
+	env []string
 }
 
 // Up starts the topology in opts.Dir and returns once Karmada has every member joined and Ready and karmada-quota
@@ -110,10 +123,33 @@ func (s *setup) run(ctx context.Context) error {
 	for i := 1; i <= s.opts.Members; i++ {
 		names = append(names, "member"+strconv.Itoa(i))
 	}
+	if err := s.plan(append(slices.Clone(names), hostName)); err != nil {
+		return err
+	}
+	// The host cluster comes up on its own, alongside everything else: the karmada-apiserver only needs the
+	// address of its service proxy, decided above, and nothing else needs the host until the end.
+	hostCtx, stopHost := context.WithCancel(ctx)
+	defer stopHost()
+	host, hostCtx := errgroup.WithContext(hostCtx)
+	host.Go(func() error {
+		return step("host cluster: etcd, kube-apiserver, controllers, local-kubelet", func(context.Context) error {
+			return s.hostCluster(hostCtx)
+		})
+	})
+	var members *errgroup.Group
+	// fail stops what still starts in the background and waits for it, so Up's clean-up finds every process.
+	fail := func(err error) error {
+		stopHost()
+		_ = host.Wait()
+		if members != nil {
+			_ = members.Wait()
+		}
+		return err
+	}
 	if err := step("etcd and kube-apiserver for "+strings.Join(names, ", "), func(ctx context.Context) error {
 		return s.apiservers(ctx, names)
 	}); err != nil {
-		return err
+		return fail(err)
 	}
 	// The member clusters come up while Karmada installs its APIs: they only meet at the join.
 	members, memberCtx := errgroup.WithContext(ctx)
@@ -123,21 +159,33 @@ func (s *setup) run(ctx context.Context) error {
 		})
 	})
 	if err := step("Karmada CRDs, aggregated API and karmada-webhook", s.karmadaAPIs); err != nil {
-		_ = members.Wait()
-		return err
+		return fail(err)
 	}
 	if err := step("karmada-controller-manager and karmada-scheduler", s.karmadaControllers); err != nil {
-		_ = members.Wait()
-		return err
+		return fail(err)
 	}
-	if err := step("karmada-quota: CRD, RBAC, webhook, controller", s.installQuota); err != nil {
-		_ = members.Wait()
-		return err
+	// The members join while karmada-quota installs into the host: neither needs the other.
+	joined, joinCtx := errgroup.WithContext(ctx)
+	joined.Go(func() error {
+		if err := members.Wait(); err != nil {
+			return err
+		}
+		return step("join "+strings.Join(names[1:], ", ")+" (Push) and wait until Ready", func(context.Context) error {
+			return s.join(joinCtx)
+		})
+	})
+	if err := host.Wait(); err != nil {
+		_ = joined.Wait()
+		return fail(err)
 	}
-	if err := members.Wait(); err != nil {
-		return err
+	if err := step("karmada-quota: helm install into the host cluster", s.installQuota); err != nil {
+		_ = joined.Wait()
+		return fail(err)
 	}
-	return step("join "+strings.Join(names[1:], ", ")+" (Push) and wait until Ready", s.join)
+	if err := joined.Wait(); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 func (s *setup) certificates() error {
@@ -164,7 +212,12 @@ func (s *setup) certificates() error {
 
 // process records a process, starts it and waits until it is ready.
 func (s *setup) process(ctx context.Context, name, health string, args ...string) error {
-	p := &Process{Name: name, Args: args, Log: filepath.Join(s.env.Dir, "logs", name+".log")}
+	return s.processEnv(ctx, name, health, nil, args...)
+}
+
+// processEnv is process with env added to the process's environment.
+func (s *setup) processEnv(ctx context.Context, name, health string, env []string, args ...string) error {
+	p := &Process{Name: name, Args: args, Env: env, Log: filepath.Join(s.env.Dir, "logs", name+".log")}
 	if err := p.start(s.opts.Tied); err != nil {
 		return err
 	}
@@ -172,46 +225,77 @@ func (s *setup) process(ctx context.Context, name, health string, args ...string
 	return s.env.waitReady(ctx, p)
 }
 
-// apiservers starts one etcd and one kube-apiserver per cluster, all at once, and writes an admin kubeconfig for
-// each.
-func (s *setup) apiservers(ctx context.Context, names []string) error {
-	ports, err := loopback.FreePorts(3 * len(names))
+// plan decides the ports of every cluster's etcd and kube-apiserver and of the host's service proxy, and writes
+// an admin kubeconfig for each cluster, before anything starts: the karmada-apiserver is told where the service
+// proxy will listen, and the host cluster starts on its own, alongside the others.
+func (s *setup) plan(names []string) error {
+	ports, err := loopback.FreePorts(3*len(names) + 1)
 	if err != nil {
 		return err
 	}
-	servers := make([]APIServer, len(names))
-	g, gctx := errgroup.WithContext(ctx)
+	s.clusters = map[string]*clusterPlan{}
 	for i, name := range names {
-		client, peer, secure := ports[3*i], ports[3*i+1], ports[3*i+2]
-		servers[i] = APIServer{
-			Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", secure),
+		p := &clusterPlan{etcdClient: ports[3*i], etcdPeer: ports[3*i+1], secure: ports[3*i+2]}
+		p.server = APIServer{
+			Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", p.secure),
 			Kubeconfig: filepath.Join(s.env.Dir, "kubeconfigs", name+".config"),
 		}
-		if err := s.kubeconfig(servers[i].Kubeconfig, name, servers[i].URL, s.env.AdminCert); err != nil {
+		if err := s.kubeconfig(p.server.Kubeconfig, name, p.server.URL, s.env.AdminCert); err != nil {
 			return err
 		}
-		etcd := fmt.Sprintf("http://127.0.0.1:%d", client)
-		s.etcd[name] = etcd
-		g.Go(func() error {
-			if err := s.process(gctx, name+"-etcd", etcd+"/health", s.bin["etcd"],
-				"--name", name, "--data-dir", filepath.Join(s.env.Dir, "etcd", name),
-				"--listen-client-urls", etcd, "--advertise-client-urls", etcd,
-				"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
-				"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
-				"--initial-cluster", fmt.Sprintf("%s=http://127.0.0.1:%d", name, peer),
-				// A throwaway environment: durability buys nothing and fsync costs every write.
-				"--unsafe-no-fsync", "--log-level", "warn",
-			); err != nil {
-				return err
-			}
-			return s.process(gctx, name+"-apiserver", servers[i].URL+"/readyz", s.apiserverArgs(name, etcd, secure)...)
-		})
+		s.etcd[name] = fmt.Sprintf("http://127.0.0.1:%d", p.etcdClient)
+		s.clusters[name] = p
 	}
-	if err := g.Wait(); err != nil {
+	s.env.Karmada = s.clusters[karmadaName].server
+	s.env.Members = nil
+	for _, name := range names {
+		if name != karmadaName && name != hostName {
+			s.env.Members = append(s.env.Members, s.clusters[name].server)
+		}
+	}
+	s.env.Host = s.clusters[hostName].server
+	proxy := fmt.Sprintf("127.0.0.1:%d", ports[len(ports)-1])
+	s.env.HostKubelet = KubeletInfo{
+		Node:         HostNode,
+		ImageDir:     filepath.Join(s.env.Dir, "images"),
+		ImageDirs:    []string{filepath.Join(s.env.Dir, "images"), filepath.Join(framework.RepoRoot(), "bin", "images")},
+		RootDir:      filepath.Join(s.env.Dir, "host-kubelet"),
+		LogDir:       filepath.Join(s.env.Dir, "logs", "host-pods"),
+		ServiceProxy: proxy,
+	}
+	// The karmada-apiserver reaches the host's Services as in production, where it resolves "<svc>.<ns>.svc"
+	// through the host's DNS: here through the kubelet's service proxy. Go never proxies loopback or localhost, so
+	// its calls to etcd, to the aggregated apiserver and to webhooks on 127.0.0.1 are untouched. NO_PROXY is set to
+	// override one the caller's environment may hold.
+	s.clusters[karmadaName].env = []string{"HTTPS_PROXY=http://" + proxy, "NO_PROXY=127.0.0.1,localhost"}
+	return nil
+}
+
+// apiservers starts the etcd and kube-apiserver of the named clusters, all at once.
+func (s *setup) apiservers(ctx context.Context, names []string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, name := range names {
+		g.Go(func() error { return s.cluster(gctx, name) })
+	}
+	return g.Wait()
+}
+
+// cluster starts one cluster's etcd, then its kube-apiserver, and waits until the apiserver is ready.
+func (s *setup) cluster(ctx context.Context, name string) error {
+	p := s.clusters[name]
+	etcd := s.etcd[name]
+	if err := s.process(ctx, name+"-etcd", etcd+"/health", s.bin["etcd"],
+		"--name", name, "--data-dir", filepath.Join(s.env.Dir, "etcd", name),
+		"--listen-client-urls", etcd, "--advertise-client-urls", etcd,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", p.etcdPeer),
+		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", p.etcdPeer),
+		"--initial-cluster", fmt.Sprintf("%s=http://127.0.0.1:%d", name, p.etcdPeer),
+		// A throwaway environment: durability buys nothing and fsync costs every write.
+		"--unsafe-no-fsync", "--log-level", "warn",
+	); err != nil {
 		return err
 	}
-	s.env.Karmada, s.env.Members = servers[0], servers[1:]
-	return nil
+	return s.processEnv(ctx, name+"-apiserver", p.server.URL+"/readyz", p.env, s.apiserverArgs(name, etcd, p.secure)...)
 }
 
 func (s *setup) apiserverArgs(name, etcd string, port int) []string {

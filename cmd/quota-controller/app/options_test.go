@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/utils/clock"
 
+	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 )
 
@@ -88,6 +89,13 @@ func TestOptionsValidate(t *testing.T) {
 			modify:   func(o *Options) { o.RequeueCooldown = -time.Second },
 			wantErrs: []string{"the requeue cooldown must not be negative"},
 		},
+		"certificate options are checked with the rest": {
+			modify: func(o *Options) {
+				o.Certs.Mode = certs.ModeSelfManaged
+				o.Certs.Validity = time.Second
+			},
+			wantErrs: []string{"--webhook-cert-validity must be at least 1m0s, got 1s"},
+		},
 		"client rate limits and shutdown timeout": {
 			modify: func(o *Options) {
 				o.KubeAPIQPS = 0
@@ -153,9 +161,13 @@ func TestOptionsAddFlags(t *testing.T) {
 		"--resync-period=10m",
 		"--workers=8",
 		"--requeue-cooldown=1m",
+		"--settle-interval=2s",
 		"--kube-api-qps=20.5",
 		"--kube-api-burst=40",
 		"--graceful-shutdown-timeout=45s",
+		"--webhook-cert-mode=self-managed",
+		"--webhook-cert-namespace=quota-system",
+		"--host-kubeconfig=/etc/host/kubeconfig",
 	}); err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -177,7 +189,13 @@ func TestOptionsAddFlags(t *testing.T) {
 		ResyncPeriod:            10 * time.Minute,
 		Workers:                 8,
 		RequeueCooldown:         time.Minute,
+		SettleInterval:          2 * time.Second,
+		SettleBacklog:           controller.DefaultSettleBacklog,
+		Certs:                   certs.NewOptions(),
+		HostKubeconfig:          "/etc/host/kubeconfig",
 	}
+	want.Certs.Mode = certs.ModeSelfManaged
+	want.Certs.Namespace = "quota-system"
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("options after parsing (-want +got):\n%s", diff)
 	}
@@ -191,8 +209,9 @@ func TestOptionsControllerOptions(t *testing.T) {
 	o.ResyncPeriod = 7 * time.Minute
 	o.Workers = 3
 	o.RequeueCooldown = 12 * time.Second
+	o.SettleInterval = time.Second
 	got := o.ControllerOptions()
-	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second}
+	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second, SettleInterval: time.Second, SettleBacklog: controller.DefaultSettleBacklog}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(controller.Options{}, "Clock")); diff != "" {
 		t.Errorf("controller options (-want +got):\n%s", diff)
 	}

@@ -1,5 +1,5 @@
 // Package app runs the quota controller: flags, a manager with leader election (one replica counts, the others
-// stand by with warm caches), the controller, probes and metrics.
+// stand by with warm caches), the controller, the webhook certificate management, probes and metrics.
 package app
 
 import (
@@ -10,13 +10,20 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
@@ -65,6 +72,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	if name, err := controller.Setup(ctx, mgr, opts.ControllerOptions()); err != nil {
 		return fmt.Errorf("setting up %s: %w", name, err)
 	}
+	stopEvents, err := setupCertificates(mgr, opts)
+	if err != nil {
+		return fmt.Errorf("setting up certificate management: %w", err)
+	}
+	defer stopEvents()
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -79,8 +91,54 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		"leaderElectionID", opts.LeaderElectionID,
 		"resyncPeriod", opts.ResyncPeriod,
 		"workers", opts.Workers,
-		"requeueCooldown", opts.RequeueCooldown)
+		"requeueCooldown", opts.RequeueCooldown,
+		"webhookCertMode", opts.Certs.Mode)
 	return mgr.Start(ctx)
+}
+
+// setupCertificates adds the webhook certificate reconciler to the manager, leader-elected, unless certificate
+// management is off. It writes Secrets (and records events on them) through a client of the host cluster; the
+// webhook configuration it keeps in sync is in the karmada-apiserver, the manager's cluster. It returns what
+// stops the event recorder.
+func setupCertificates(mgr ctrl.Manager, opts *Options) (func(), error) {
+	if opts.Certs.Mode == certs.ModeNone {
+		return func() {}, nil
+	}
+	hostCfg, err := command.HostRestConfig(opts.HostKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	hostCfg = rest.CopyConfig(hostCfg)
+	hostCfg.UserAgent = "karmada-quota-controller"
+	host, err := client.New(hostCfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the host cluster client: %w", err)
+	}
+	// Uncached: the manager's client would start an informer over every webhook configuration, which the
+	// controller may not list; it may only get and patch its own.
+	karmada, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme.Scheme, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the karmada-apiserver client: %w", err)
+	}
+	hostClientset, err := kubernetes.NewForConfig(hostCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the host cluster event client: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: hostClientset.CoreV1().Events(opts.Certs.Namespace)})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "karmada-quota-controller"})
+
+	reconciler, err := certs.NewReconciler(host, karmada, opts.Certs, clock.RealClock{})
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, err
+	}
+	// Its series are registered with the controller's own (metrics.RegisterController).
+	if err := mgr.Add(reconciler.WithEventRecorder(recorder)); err != nil {
+		broadcaster.Shutdown()
+		return nil, err
+	}
+	return broadcaster.Shutdown, nil
 }
 
 // cacheSyncedChecker passes once the manager's informers have synced.

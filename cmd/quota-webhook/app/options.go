@@ -9,12 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
-
-// apiserverRequestTimeout is the karmada-apiserver's default --request-timeout. A reservation must outlive it, or
-// a binding write admitted at its start could commit after its reservation lapsed and go uncounted.
-const apiserverRequestTimeout = 60 * time.Second
 
 // Options are the webhook's flags.
 type Options struct {
@@ -25,17 +22,27 @@ type Options struct {
 	BindAddress     string
 	ReservationTTL  time.Duration
 	DecisionTimeout time.Duration
+	// MaxReservations bounds each quota's list of reservations (at most quota.MaxReservations); tests lower it.
+	MaxReservations int
+	// ShutdownDelay is how long a replica keeps serving, unready, after it is told to stop.
+	ShutdownDelay time.Duration
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		Common:          command.NewCommon(100, 200),
+		// The webhook makes about one request per admitted write (its status write; reads come from its informer),
+		// so its client rate must follow the apiserver's own binding write rate: measured at 400-550 writes/s on 2
+		// cores (docs/performance.md). A lower limit only turns load into admission latency and timeouts; the
+		// apiserver's priority and fairness is what protects it.
+		Common:          command.NewCommon(1000, 2000),
 		TLS:             command.NewTLS(),
 		CertDir:         "/tmp/k8s-webhook-server/serving-certs",
 		BindAddress:     ":9443",
 		ReservationTTL:  2 * time.Minute,
 		DecisionTimeout: 8 * time.Second,
+		MaxReservations: quota.MaxReservations,
+		ShutdownDelay:   5 * time.Second,
 	}
 }
 
@@ -48,9 +55,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "webhook-bind-address", o.BindAddress,
 		"host:port the webhook server listens on; an empty host means every interface.")
 	fs.DurationVar(&o.ReservationTTL, "reservation-ttl", o.ReservationTTL,
-		"How long a reservation outlives a binding write that never happened. Must exceed the apiserver's 60s request timeout.")
+		fmt.Sprintf("How long a reservation outlives a binding write that never happened. Must exceed the apiserver's %s request timeout, "+
+			"and be at most %s, how long quota-controller remembers a deleted binding.", quota.APIServerRequestTimeout, quota.MaxReservationTTL))
 	fs.DurationVar(&o.DecisionTimeout, "decision-timeout", o.DecisionTimeout,
 		"Bound on deciding one batch of a namespace's binding writes, retries included. Keep it below the webhook's timeoutSeconds.")
+	fs.IntVar(&o.MaxReservations, "max-reservations-per-quota", o.MaxReservations,
+		fmt.Sprintf("How many reservations a quota's status lists one by one before the oldest are folded into one sum, at most %d. "+
+			"Lower it only to test folding.", quota.MaxReservations))
+	// Hidden: the default is sized to what the apiserver stores; a lower bound only folds sooner.
+	_ = fs.MarkHidden("max-reservations-per-quota")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
+		"How long the webhook keeps serving after SIGTERM, reporting itself unready, before it drains: the time for the "+
+			"cluster to stop routing new calls to it, so that a rolling update never sends a binding write to a closed port.")
 }
 
 // Validate reports every invalid option at once.
@@ -59,11 +75,18 @@ func (o *Options) Validate() error {
 	if _, _, err := o.hostPort(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.ReservationTTL <= apiserverRequestTimeout {
-		errs = append(errs, fmt.Errorf("--reservation-ttl must exceed the apiserver's request timeout (%s), got %s", apiserverRequestTimeout, o.ReservationTTL))
+	// The bounds the controller relies on too: one rule, in pkg/quota.
+	if err := quota.ValidateReservationTTL(o.ReservationTTL); err != nil {
+		errs = append(errs, fmt.Errorf("--reservation-ttl %w", err))
 	}
 	if o.DecisionTimeout <= 0 || o.DecisionTimeout > 30*time.Second {
 		errs = append(errs, fmt.Errorf("--decision-timeout must be in (0s, 30s] (a webhook's timeoutSeconds is at most 30), got %s", o.DecisionTimeout))
+	}
+	if o.MaxReservations <= 0 || o.MaxReservations > quota.MaxReservations {
+		errs = append(errs, fmt.Errorf("--max-reservations-per-quota must be in [1, %d], got %d", quota.MaxReservations, o.MaxReservations))
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.ShutdownDelay))
 	}
 	errs = append(errs, o.Common.Validate()...)
 	errs = append(errs, o.TLS.Validate()...)

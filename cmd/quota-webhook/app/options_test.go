@@ -29,6 +29,14 @@ func TestOptionsValidate(t *testing.T) {
 			modify:   func(o *Options) { o.ReservationTTL = 30 * time.Second },
 			wantErrs: []string{"--reservation-ttl must exceed the apiserver's request timeout (1m0s), got 30s"},
 		},
+		"the longest TTL the controller remembers deleted bindings for": {
+			modify: func(o *Options) { o.ReservationTTL = 10 * time.Minute },
+		},
+		"a TTL the controller would forget deleted bindings within": {
+			modify: func(o *Options) { o.ReservationTTL = 11 * time.Minute },
+			wantErrs: []string{"--reservation-ttl must be at most 10m0s, how long the controller remembers a deleted binding to settle " +
+				"its reservations, got 11m0s"},
+		},
 		"the longest decision timeout a webhook allows": {
 			modify: func(o *Options) { o.DecisionTimeout = 30 * time.Second },
 		},
@@ -58,6 +66,24 @@ func TestOptionsValidate(t *testing.T) {
 		"a port without a host part": {
 			modify:   func(o *Options) { o.BindAddress = "9443" },
 			wantErrs: []string{`--webhook-bind-address must be host:port, got "9443"`},
+		},
+		"folding sooner, for a test": {
+			modify: func(o *Options) { o.MaxReservations = 20 },
+		},
+		"no reservation listed at all": {
+			modify:   func(o *Options) { o.MaxReservations = 0 },
+			wantErrs: []string{"--max-reservations-per-quota must be in [1, 250], got 0"},
+		},
+		"more reservations listed than the apiserver is sized for": {
+			modify:   func(o *Options) { o.MaxReservations = 251 },
+			wantErrs: []string{"--max-reservations-per-quota must be in [1, 250], got 251"},
+		},
+		"no shutdown delay": {
+			modify: func(o *Options) { o.ShutdownDelay = 0 },
+		},
+		"a negative shutdown delay": {
+			modify:   func(o *Options) { o.ShutdownDelay = -time.Second },
+			wantErrs: []string{"--shutdown-delay must not be negative, got -1s"},
 		},
 		"TLS below 1.2": {
 			modify:   func(o *Options) { o.TLS.MinVersion = "VersionTLS10" },

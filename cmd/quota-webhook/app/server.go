@@ -5,7 +5,9 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -27,8 +29,8 @@ func NewCommand() *cobra.Command {
 		func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) })
 }
 
-// Run serves the webhooks against the karmada-apiserver at cfg until ctx is done, then drains in-flight
-// requests.
+// Run serves the webhooks against the karmada-apiserver at cfg until ctx is done, keeps serving, unready and
+// closing its connections, for the shutdown delay (see drain), then drains in-flight requests.
 func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	ctrl.SetLogger(klog.NewKlogr())
 	log := klog.FromContext(ctx)
@@ -40,23 +42,20 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		return err
 	}
 	shutdown := opts.GracefulShutdownTimeout
+	stopping := &drain{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		GracefulShutdownTimeout: &shutdown,
-		// The server reloads the certificate when the files in CertDir change, so a renewal needs no restart.
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    host,
-			Port:    port,
-			CertDir: opts.CertDir,
-			TLSOpts: []func(*tls.Config){opts.TLS.Apply},
-		}),
+		WebhookServer:           stopping.server(newWebhookServer(opts, host, port)),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := admission.Setup(ctx, mgr, admission.Options{ReservationTTL: opts.ReservationTTL, DecisionTimeout: opts.DecisionTimeout}); err != nil {
+	if err := admission.Setup(ctx, mgr, admission.Options{
+		ReservationTTL: opts.ReservationTTL, DecisionTimeout: opts.DecisionTimeout, MaxReservations: opts.MaxReservations,
+	}); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -67,6 +66,26 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
+	if err := mgr.AddReadyzCheck("draining", func(*http.Request) error {
+		if stopping.draining.Load() {
+			return errors.New("shutting down")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	log.Info("Starting quota-webhook", "address", opts.BindAddress, "reservationTTL", opts.ReservationTTL)
-	return mgr.Start(ctx)
+	return mgr.Start(stopping.after(ctx, opts.ShutdownDelay))
+}
+
+// newWebhookServer is the binary's one TLS listener: TLS 1.2 at least, modern suites only (opts.TLS). Metrics and
+// probes are plain HTTP on their own ports and offer no TLS at all. The server reloads the certificate when the
+// files in CertDir change, so a renewal needs no restart.
+func newWebhookServer(opts *Options, host string, port int) webhook.Server {
+	return webhook.NewServer(webhook.Options{
+		Host:    host,
+		Port:    port,
+		CertDir: opts.CertDir,
+		TLSOpts: []func(*tls.Config){opts.TLS.Apply},
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -65,6 +67,32 @@ func RestConfig(path string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// HostRestConfig loads the host cluster's kubeconfig file at path. When path is empty it follows the standard
+// client loading rules: the kubeconfig files $KUBECONFIG names, else the pod's in-cluster config. Unlike
+// RestConfig it never reads ~/.kube/config, which on a workstation points at some other cluster.
+func HostRestConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("loading host kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the host kubeconfig from $%s=%s: %w", clientcmd.RecommendedConfigPathEnvVar, env, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no host kubeconfig file given, $%s unset, and not running in a cluster: %w", clientcmd.RecommendedConfigPathEnvVar, err)
 	}
 	return cfg, nil
 }

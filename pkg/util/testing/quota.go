@@ -94,6 +94,28 @@ func (w *QuotaWrapper) Reservation(rb *workv1alpha2.ResourceBinding, generation 
 	return w
 }
 
+// Folded sets the sum of folded reservations, and adds it to status.reserved, as the webhook folds the oldest
+// reservations past the list's bound.
+func (w *QuotaWrapper) Folded(count int64, reserved corev1.ResourceList, expires time.Time) *QuotaWrapper {
+	w.Status.FoldedReservations = &quotav1alpha1.FoldedReservations{
+		Count: count, Reserved: reserved.DeepCopy(), ExpirationTime: metav1.NewTime(expires),
+	}
+	if w.Status.Reserved == nil {
+		w.Status.Reserved = corev1.ResourceList{}
+	}
+	for name := range w.Spec.Hard {
+		if _, ok := w.Status.Reserved[name]; !ok {
+			w.Status.Reserved[name] = resource.Quantity{}
+		}
+	}
+	for name, q := range reserved {
+		sum := w.Status.Reserved[name]
+		sum.Add(q)
+		w.Status.Reserved[name] = sum
+	}
+	return w
+}
+
 // ResourceVersion sets metadata.resourceVersion.
 func (w *QuotaWrapper) ResourceVersion(resourceVersion string) *QuotaWrapper {
 	w.ObjectMeta.ResourceVersion = resourceVersion

@@ -230,7 +230,7 @@ var _ = Describe("Reservations", func() {
 		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("count/deployments.apps", "5")))).To(Succeed())
 		// A second validating webhook that fails every binding write in this namespace: the apiserver calls it
 		// alongside ours, so our reservation is written and the write is refused anyway.
-		failing := admission.WebhookConfiguration(webhooks.URL+"/nothing-here", webhooks.CA)
+		failing := admission.WebhookConfiguration(webhooks.URL+"/nothing-here", webhooks.CA, admission.DefaultTimeoutSeconds)
 		failing.Name = "fails-after-quota-" + ns
 		failing.Webhooks = failing.Webhooks[:1]
 		failing.Webhooks[0].Name = "fails.example.io"
@@ -395,15 +395,18 @@ func expectRefused(err error) error {
 }
 
 // touch changes the quota's spec without changing its limits, so the controller reconciles it now.
+// The controller may write the quota's status between the read and the update, so a conflict reads again.
 func touch(ns, name string) {
-	q := getQuota(ns, name)
-	q.Spec.Hard = q.Spec.Hard.DeepCopy()
-	if _, ok := q.Spec.Hard["count/touches.example.io"]; ok {
-		delete(q.Spec.Hard, "count/touches.example.io")
-	} else {
-		q.Spec.Hard["count/touches.example.io"] = *resourceQuantity("1000")
-	}
-	Expect(k8s.Update(ctx, q)).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		q := getQuota(ns, name)
+		q.Spec.Hard = q.Spec.Hard.DeepCopy()
+		if _, ok := q.Spec.Hard["count/touches.example.io"]; ok {
+			delete(q.Spec.Hard, "count/touches.example.io")
+		} else {
+			q.Spec.Hard["count/touches.example.io"] = *resourceQuantity("1000")
+		}
+		return k8s.Update(ctx, q)
+	})).To(Succeed())
 }
 
 func resourceQuantity(s string) *resource.Quantity {

@@ -68,6 +68,8 @@ func startController(opts controller.Options, bindingDelay time.Duration) {
 	if opts.Workers == 0 {
 		opts.Workers = 4
 	}
+	// Paced as it ships: binding changes within the interval are recounted together.
+	opts.SettleInterval = controller.DefaultSettleInterval
 	c, err := framework.StartController(ctx, cfg, opts, bindingDelay)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })

@@ -62,6 +62,8 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 		opts.MetricsBindAddress = "0"
 		opts.HealthProbeBindAddress = "0"
 		opts.GracefulShutdownTimeout = 5 * time.Second
+		// The replicas sit behind the test's own round-robin, which never routes to a stopped one.
+		opts.ShutdownDelay = 0
 		if tune != nil {
 			tune(opts)
 		}
@@ -89,7 +91,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 
 	// Registered only once every replica listens: with failurePolicy Fail, a configuration pointing at nothing
 	// would refuse every binding write in the apiserver.
-	conf := admission.WebhookConfiguration(w.URL, w.CA)
+	conf := admission.WebhookConfiguration(w.URL, w.CA, admission.DefaultTimeoutSeconds)
 	if configure != nil {
 		configure(conf)
 	}

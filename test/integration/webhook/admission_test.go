@@ -136,6 +136,9 @@ var _ = Describe("ResourceBinding admission", func() {
 		createQuota(scoped(quota(ns, "notin-high", list("cpu", "1")), corev1.ScopeSelectorOpNotIn, "high"))
 		createQuota(scoped(quota(ns, "exists", list("cpu", "1")), corev1.ScopeSelectorOpExists))
 		createQuota(scoped(quota(ns, "doesnotexist", list("cpu", "1")), corev1.ScopeSelectorOpDoesNotExist))
+		// The class-less binding's template, where the webhook reads that it names no class (priority_class_test.go).
+		_, err := framework.CreateDeployment(ctx, k8s, ns, "class-none", "", "600m")
+		Expect(err).NotTo(HaveOccurred())
 
 		for class, want := range map[string][]string{
 			"high": {"in-high", "exists"},
@@ -227,6 +230,12 @@ var _ = Describe("Failing closed", func() {
 			attempt := 0
 			Eventually(func() error {
 				attempt++
+				// Another writer moves the quota on before every write, as the controller does. A replica decides on
+				// its informer's copy, loses the compare-and-swap when that is stale, and must then read the quota
+				// from the apiserver.
+				q := getQuota(ns, "team")
+				q.Status.Summary = fmt.Sprintf("moved on %d", attempt)
+				Expect(k8s.Status().Update(ctx, q)).To(Succeed())
 				rb, err = createBinding(utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", attempt)).Requests(requests("100m", "")))
 				return err
 			}).WithTimeout(10*time.Second).Should(MatchError(And(ContainSubstring("fail closed"), ContainSubstring(wantMessage))),
@@ -234,7 +243,9 @@ var _ = Describe("Failing closed", func() {
 			Expect(apierrors.IsInternalError(err)).To(BeTrue(), "%v", err)
 			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{}))).To(BeTrue())
 		},
-		Entry("cannot be read", "cannot-get", []string{"list", "watch"}, nil, `cannot get resource "karmadaquotas"`),
+		// Without watch, the replica's informer holds the quota as first listed: every write loses the race and
+		// reads the quota again, which this replica may not.
+		Entry("cannot be read", "cannot-get", []string{"list"}, []string{"update"}, `cannot get resource "karmadaquotas"`),
 		Entry("cannot be written", "cannot-write", []string{"get", "list", "watch"}, nil, `cannot update resource "karmadaquotas/status"`),
 	)
 })

@@ -89,10 +89,20 @@ type KarmadaQuotaStatus struct {
 	Reserved corev1.ResourceList `json:"reserved,omitempty"`
 
 	// Reservations are the admissions the controller has not yet observed. The webhook adds them with a
-	// compare-and-swap status write; only the controller removes them.
+	// compare-and-swap status write; only the controller removes them. The list holds at most 250 entries
+	// (MaxReservations in pkg/quota): beyond that the oldest are folded into foldedReservations, so that the object
+	// stays small, and far below what the apiserver stores, however long the controller is away.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=250
 	Reservations []Reservation `json:"reservations,omitempty"`
+
+	// FoldedReservations is the sum of the reservations folded out of the list once it reached its bound. It
+	// charges the quota until it expires: by then every folded write has either been observed, and is counted in
+	// used, or can no longer happen. Until then a folded write is charged twice (in used once observed, and here),
+	// which can refuse a write that fits but never admits one that does not.
+	// +optional
+	FoldedReservations *FoldedReservations `json:"foldedReservations,omitempty"`
 
 	// Clusters is what the namespace uses in each member cluster (compute and pods; object counts are
 	// federation-wide).
@@ -105,7 +115,8 @@ type KarmadaQuotaStatus struct {
 	// +optional
 	Summary string `json:"summary,omitempty"`
 
-	// Conditions report whether the status is current (Ready).
+	// Conditions report whether the status is current (Ready) and, on a quota scoped by PriorityClass, whether
+	// every binding's priority class is known (PriorityClassesKnown).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -125,6 +136,19 @@ type Reservation struct {
 	Reserved corev1.ResourceList `json:"reserved"`
 
 	// ExpirationTime is when the reservation lapses if its write never happened.
+	ExpirationTime metav1.Time `json:"expirationTime"`
+}
+
+// FoldedReservations is what remains of reservations folded out of the list: their number, their sum, and when
+// the last of them expires.
+type FoldedReservations struct {
+	// Count is how many reservations were folded in.
+	Count int64 `json:"count"`
+
+	// Reserved is their sum, for the resources this quota limits.
+	Reserved corev1.ResourceList `json:"reserved"`
+
+	// ExpirationTime is the latest expiry among them: the reservation TTL after the newest was admitted.
 	ExpirationTime metav1.Time `json:"expirationTime"`
 }
 
@@ -156,3 +180,9 @@ type KarmadaQuotaList struct {
 
 // ConditionReady reports whether the status reflects the current spec and the observed bindings.
 const ConditionReady = "Ready"
+
+// ConditionPriorityClassesKnown, on a quota scoped by PriorityClass, reports whether the priority class of every
+// binding of the namespace is known. False names the bindings whose class could not be read (Karmada without its
+// ResourceQuotaEstimate feature gate, and a kind whose pod template karmada-quota cannot read): the quota counts
+// them nowhere rather than under a guessed class, and the webhook refuses their growth.
+const ConditionPriorityClassesKnown = "PriorityClassesKnown"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/audit"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/promtext"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/stats"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/systems"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
@@ -33,12 +35,15 @@ import (
 // Configuration names, as --configs takes them.
 const (
 	ConfigNone         = "none"
+	ConfigAllowAll     = "allow-all"
 	ConfigKarmadaQuota = "karmada-quota"
 	ConfigFRQ          = "frq"
+	// ConfigFRQRaised is Karmada's FRQ at its best: webhook and controller manager at 25 times their client QPS.
+	ConfigFRQRaised = "frq-raised-qps"
 )
 
 // AllConfigs is the order configurations run in.
-var AllConfigs = []string{ConfigNone, ConfigKarmadaQuota, ConfigFRQ}
+var AllConfigs = []string{ConfigNone, ConfigAllowAll, ConfigKarmadaQuota, ConfigFRQ, ConfigFRQRaised}
 
 // Options are a run's settings.
 type Options struct {
@@ -53,6 +58,8 @@ type Options struct {
 	// QuotaWebhookArgs and FRQWebhookArgs are extra flags for quota-webhook and karmada-webhook, to study a
 	// setting; none by default, so each product runs as it ships.
 	QuotaWebhookArgs, FRQWebhookArgs []string
+	// QuotaControllerArgs are extra flags for quota-controller.
+	QuotaControllerArgs []string
 	// WorkDir holds the kubeconfig, the built binaries and the components' logs (WorkDir/logs).
 	WorkDir string
 	// Progress receives one line per step.
@@ -134,14 +141,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer reg.Close()
 
-	var webhookBin, controllerBin string
-	if contains(opts.Configs, ConfigKarmadaQuota) {
-		say("building cmd/quota-webhook and cmd/quota-controller")
-		if webhookBin, controllerBin, err = buildQuotaBinaries(ctx, filepath.Join(opts.WorkDir, "bin")); err != nil {
+	var webhookBin, controllerBin, allowAllBin string
+	if contains(opts.Configs, ConfigKarmadaQuota) || contains(opts.Configs, ConfigAllowAll) {
+		say("building cmd/quota-webhook, cmd/quota-controller and test/bench/cmd/allow-all-webhook")
+		if webhookBin, controllerBin, allowAllBin, err = buildQuotaBinaries(ctx, filepath.Join(opts.WorkDir, "bin")); err != nil {
 			return nil, err
 		}
 	}
-	if contains(opts.Configs, ConfigFRQ) {
+	if contains(opts.Configs, ConfigFRQ) || contains(opts.Configs, ConfigFRQRaised) {
 		for _, b := range []string{"karmada-webhook", "karmada-controller-manager"} {
 			if _, err := os.Stat(filepath.Join(opts.KarmadaBin, b)); err != nil {
 				return nil, fmt.Errorf("%s not found in %s: build it with `make %s/%s`", b, opts.KarmadaBin, opts.KarmadaBin, b)
@@ -167,10 +174,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		switch key {
 		case ConfigNone:
 			sys = systems.None{}
+		case ConfigAllowAll:
+			sys = &systems.AllowAll{Env: env, Bin: allowAllBin}
 		case ConfigKarmadaQuota:
-			sys = &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin, ExtraWebhookArgs: opts.QuotaWebhookArgs}
+			sys = &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin,
+				ExtraWebhookArgs: opts.QuotaWebhookArgs, ExtraControllerArgs: opts.QuotaControllerArgs}
 		case ConfigFRQ:
 			sys = &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, ExtraWebhookArgs: opts.FRQWebhookArgs}
+		case ConfigFRQRaised:
+			sys = &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, Label: "Karmada FRQ, raised QPS",
+				ExtraWebhookArgs:    append(slices.Clone(systems.RaisedQPS), opts.FRQWebhookArgs...),
+				ExtraControllerArgs: systems.RaisedQPS}
 		default:
 			return nil, fmt.Errorf("unknown configuration %q (want %s)", key, strings.Join(AllConfigs, ", "))
 		}
@@ -236,13 +250,19 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 		}
 		say("configuration %s: running %s", sys.Name(), w.Name())
 		before := snapshot(ctx, cp, sys, true)
+		// One namespace per workload: reading more would load the apiserver being measured.
+		stopSampling := sampleLists(ctx, sys, w.Namespaces()[:1])
 		summary, wall, err := w.Run(ctx)
+		lists := stopSampling()
 		after := snapshot(ctx, cp, sys, false)
 		if err != nil {
 			res.Err = fmt.Errorf("running %s: %w", w.Name(), err)
 			return res
 		}
-		wr := &WorkloadResult{Name: w.Name(), Summary: summary, Wall: wall, CPU: cpuCores(before, after, wall), Evidence: evidence(sys, before, after, wall)}
+		wr := &WorkloadResult{Name: w.Name(), Summary: summary, Wall: wall, CPU: cpuCores(before, after, wall), Evidence: evidence(key, before, after, wall)}
+		if lists != nil {
+			wr.Evidence = append(wr.Evidence, *lists)
+		}
 		say("configuration %s: %s: %d writes in %s (%.0f/s), p50 %s, p99 %s, %d admitted, %d QuotaExceeded, %d failed",
 			sys.Name(), w.Name(), summary.Ops, wall.Round(time.Millisecond), wr.OpsPerSecond(), summary.P50.Round(100*time.Microsecond),
 			summary.P99.Round(100*time.Microsecond), summary.Admitted, summary.Denied, summary.Failed())
@@ -306,7 +326,16 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, key string
 		return fmt.Errorf("creating the warm-up binding: %w", err)
 	}
 	if !sys.Enforcing() {
-		return workload.Place(ctx, c, rb, workload.Divide(2))
+		if len(sys.Processes()) == 0 {
+			return workload.Place(ctx, c, rb, workload.Divide(2))
+		}
+		// A webhook that enforces nothing: placements go through until the apiserver calls it.
+		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			if err := workload.Place(ctx, c, rb, workload.Divide(int32(1+len(rb.Spec.Clusters)%2))); err != nil {
+				return false, nil
+			}
+			return webhookCalled(ctx, sys), nil
+		})
 	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -331,13 +360,29 @@ func processesAlive(sys systems.System) error {
 	return nil
 }
 
-func buildQuotaBinaries(ctx context.Context, dir string) (string, string, error) {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./cmd/quota-webhook", "./cmd/quota-controller")
+func buildQuotaBinaries(ctx context.Context, dir string) (string, string, string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./cmd/quota-webhook", "./cmd/quota-controller", "./test/bench/cmd/allow-all-webhook")
 	cmd.Dir = framework.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("building the quota binaries: %w: %s", err, out)
+		return "", "", "", fmt.Errorf("building the quota binaries: %w: %s", err, out)
 	}
-	return filepath.Join(dir, "quota-webhook"), filepath.Join(dir, "quota-controller"), nil
+	return filepath.Join(dir, "quota-webhook"), filepath.Join(dir, "quota-controller"), filepath.Join(dir, "allow-all-webhook"), nil
+}
+
+// webhookCalled says whether the configuration's webhook has answered a ResourceBinding review.
+func webhookCalled(ctx context.Context, sys interface{ Processes() []*systems.Component }) bool {
+	for _, c := range sys.Processes() {
+		if c.Role != RoleWebhook {
+			continue
+		}
+		text, err := c.Scrape(ctx)
+		if err != nil {
+			return false
+		}
+		m := promtext.Parse(text)
+		return promtext.Delta(promtext.Metrics{}, m, "controller_runtime_webhook_requests_total", map[string]string{"webhook": "/validate-resourcebinding"}) > 0
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {
@@ -347,4 +392,47 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// reservationLister is a configuration whose quotas list reservations (karmada-quota).
+type reservationLister interface {
+	Reservations(ctx context.Context, ns string) (listed int, folded int64, err error)
+}
+
+// sampleLists reads the quotas of namespaces every 200ms while a workload runs, when the configuration lists
+// reservations, and returns a function that stops and reports the longest list seen and any folds: every status
+// write carries the list, so its length is a cost.
+func sampleLists(ctx context.Context, sys systems.System, namespaces []string) func() *Evidence {
+	lister, ok := sys.(reservationLister)
+	if !ok {
+		return func() *Evidence { return nil }
+	}
+	var (
+		longest int
+		folded  int64
+		stop    = make(chan struct{})
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			for _, ns := range namespaces {
+				if n, f, err := lister.Reservations(ctx, ns); err == nil {
+					longest, folded = max(longest, n), max(folded, f)
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() *Evidence {
+		close(stop)
+		<-done
+		return &Evidence{"quota status: longest reservation list sampled (first namespace)", fmt.Sprintf("%d (%d folded)", longest, folded)}
+	}
 }

@@ -103,25 +103,31 @@ type Evidence struct {
 // evidence reads the metrics that explain a configuration's throughput: how long the apiserver waited on the
 // webhook and on the whole PATCH, and inside each webhook how long a decision took and how often its status
 // writes lost a race.
-func evidence(sys systems.System, before, after snap, wall time.Duration) []Evidence {
+func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 	var out []Evidence
 	ms := func(seconds float64) string { return fmt.Sprintf("%.1f ms", seconds*1000) }
 	ab, aa := before.metrics[RoleAPIServer], after.metrics[RoleAPIServer]
 	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PATCH", "resource": "resourcebindings"}); n > 0 {
 		out = append(out, Evidence{"apiserver: mean PATCH resourcebindings", ms(m)})
 	}
+	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "karmadaquotas", "subresource": "status"}); n > 0 {
+		out = append(out, Evidence{"apiserver: mean PUT karmadaquotas/status", ms(m)})
+	}
 	if rates := requestRates(ab, aa, wall); rates != "" {
 		out = append(out, Evidence{"apiserver: requests/s", rates})
 	}
-	webhookName := map[string]string{"karmada-quota": "resourcebinding.quota.karmada.io", "Karmada FRQ": "resourcebinding.karmada.io"}[sys.Name()]
+	webhookName := map[string]string{
+		ConfigAllowAll: "resourcebinding.quota.karmada.io", ConfigKarmadaQuota: "resourcebinding.quota.karmada.io",
+		ConfigFRQ: "resourcebinding.karmada.io", ConfigFRQRaised: "resourcebinding.karmada.io",
+	}[key]
 	if webhookName != "" {
 		if m, n := promtext.Mean(ab, aa, "apiserver_admission_webhook_admission_duration_seconds", map[string]string{"name": webhookName, "operation": "UPDATE"}); n > 0 {
 			out = append(out, Evidence{"apiserver: mean call to the webhook (UPDATE)", fmt.Sprintf("%s over %.0f calls", ms(m), n)})
 		}
 	}
 	wb, wa := before.metrics[RoleWebhook], after.metrics[RoleWebhook]
-	switch sys.Name() {
-	case "karmada-quota":
+	switch key {
+	case ConfigKarmadaQuota:
 		if m, n := promtext.Mean(wb, wa, "karmada_quota_admission_duration_seconds", map[string]string{"kind": "ResourceBinding", "operation": "UPDATE"}); n > 0 {
 			out = append(out, Evidence{"webhook: mean decision (UPDATE)", ms(m)})
 		}
@@ -132,7 +138,11 @@ func evidence(sys systems.System, before, after snap, wall time.Duration) []Evid
 			Evidence{"webhook: status write conflicts", fmt.Sprintf("%.0f", promtext.Delta(wb, wa, "karmada_quota_status_write_conflicts_total", map[string]string{"writer": "webhook"}))},
 			Evidence{"controller: status write conflicts", fmt.Sprintf("%.0f", promtext.Delta(before.metrics[RoleController], after.metrics[RoleController], "karmada_quota_status_write_conflicts_total", nil))},
 		)
-	case "Karmada FRQ":
+	case ConfigAllowAll:
+		if m, n := promtext.Mean(wb, wa, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": "/validate-resourcebinding"}); n > 0 {
+			out = append(out, Evidence{"webhook: mean handling", fmt.Sprintf("%s over %.0f requests", ms(m), n)})
+		}
+	case ConfigFRQ, ConfigFRQRaised:
 		if m, n := promtext.Mean(wb, wa, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": "/validate-resourcebinding"}); n > 0 {
 			out = append(out, Evidence{"webhook: mean handling", fmt.Sprintf("%s over %.0f requests", ms(m), n)})
 		}

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	controllerapp "github.com/karmada-quota/karmada-quota/cmd/quota-controller/app"
+	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
 	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 )
@@ -19,8 +21,9 @@ type KarmadaQuota struct {
 	Env
 	// WebhookBin and ControllerBin are the built cmd/quota-webhook and cmd/quota-controller.
 	WebhookBin, ControllerBin string
-	// ExtraWebhookArgs are appended to the webhook's flags (to study a setting; none by default).
-	ExtraWebhookArgs []string
+	// ExtraWebhookArgs and ExtraControllerArgs are appended to the webhook's and the controller's flags (to study a
+	// setting; none by default).
+	ExtraWebhookArgs, ExtraControllerArgs []string
 
 	running
 }
@@ -56,11 +59,11 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 		return err
 	}
 	k.components = append(k.components, &Component{Role: "webhook", Proc: webhook, MetricsAddr: webhookMetrics})
-	controller, err := k.Reg.Start("quota-controller", k.LogDir, k.ControllerBin,
+	controller, err := k.Reg.Start("quota-controller", k.LogDir, k.ControllerBin, append([]string{
 		"--kubeconfig", k.CP.Kubeconfig,
 		"--metrics-bind-address", controllerMetrics,
 		"--health-probe-bind-address", controllerHealth,
-	)
+	}, k.ExtraControllerArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -77,7 +80,7 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 	if err := waitHealthy(ctx, controller, "http://"+controllerHealth+"/readyz"); err != nil {
 		return fmt.Errorf("quota-controller never became ready: %w", err)
 	}
-	conf := admission.WebhookConfiguration("https://"+serving, ca)
+	conf := admission.WebhookConfiguration("https://"+serving, ca, admission.DefaultTimeoutSeconds)
 	if err := k.CP.Client.Create(ctx, conf); err != nil {
 		return fmt.Errorf("registering the webhooks: %w", err)
 	}
@@ -102,6 +105,18 @@ func (k *KarmadaQuota) Status(ctx context.Context, ns string) (Status, error) {
 	return statusOf(q.Spec.Hard, q.Status.Used, q.Status.Reserved)
 }
 
+// Reservations says how many reservations the quota of namespace ns lists, and how many it holds folded.
+func (k *KarmadaQuota) Reservations(ctx context.Context, ns string) (listed int, folded int64, err error) {
+	var q quotav1alpha1.KarmadaQuota
+	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
+		return 0, 0, err
+	}
+	if q.Status.FoldedReservations != nil {
+		folded = q.Status.FoldedReservations.Count
+	}
+	return len(q.Status.Reservations), folded, nil
+}
+
 // ControllerWrote implements System: the controller mirrors spec.hard into status.hard; the webhook never
 // writes it.
 func (k *KarmadaQuota) ControllerWrote(ctx context.Context, ns string) (bool, error) {
@@ -121,7 +136,12 @@ func (k *KarmadaQuota) Describe() string {
 	if len(k.ExtraWebhookArgs) > 0 {
 		extra = " Extra webhook flags: `" + strings.Join(k.ExtraWebhookArgs, " ") + "`."
 	}
-	return "cmd/quota-webhook and cmd/quota-controller built from this tree, one process each with default flags " +
-		"(client QPS 100/burst 200 and 50/100), registered with `admission.WebhookConfiguration` " +
-		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10); one `KarmadaQuota` per namespace." + extra
+	if len(k.ExtraControllerArgs) > 0 {
+		extra += " Extra controller flags: `" + strings.Join(k.ExtraControllerArgs, " ") + "`."
+	}
+	webhook, controller := webhookapp.NewOptions(), controllerapp.NewOptions()
+	return fmt.Sprintf("cmd/quota-webhook and cmd/quota-controller built from this tree, one process each with default flags "+
+		"(client QPS %v/burst %d and %v/%d; the controller's --settle-interval %s), registered with `admission.WebhookConfiguration` "+
+		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10); one `KarmadaQuota` per namespace.%s",
+		webhook.KubeAPIQPS, webhook.KubeAPIBurst, controller.KubeAPIQPS, controller.KubeAPIBurst, controller.SettleInterval, extra)
 }

@@ -1,0 +1,195 @@
+{{/*
+karmada-quota's objects in the karmada-apiserver. Helm only reaches the host cluster, so they are rendered into
+the install ConfigMap, and the install jobs (or the operator) apply them: the CRD and the components' roles as
+controller-gen generates them from the code, the components' service accounts and bindings, and the roles that
+give business teams read access through the stock view, edit and admin roles.
+*/}}
+{{- define "karmada-quota.karmadaObjects" -}}
+{{- $ns := .Values.karmada.namespace -}}
+{{- $labels := include "karmada-quota.installedLabels" . -}}
+{{- range $path, $_ := .Files.Glob "files/crds/*.yaml" }}
+{{- range $doc := splitList "\n---" ($.Files.Get $path) }}
+{{- $obj := fromYaml $doc }}
+{{- if $obj.kind }}
+{{- $_ := set $obj.metadata "labels" (fromYaml $labels) }}
+---
+{{ toYaml $obj }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $component := list "webhook" "controller" }}
+{{- range $doc := splitList "\n---" ($.Files.Get (printf "files/rbac/%s/role.yaml" $component)) }}
+{{- $obj := fromYaml $doc }}
+{{- if $obj.kind }}
+{{- $_ := set $obj.metadata "labels" (fromYaml $labels) }}
+{{- if $obj.metadata.namespace }}
+{{- /* The controller's Lease role: generated for karmada-system, moved with the configured namespace. */}}
+{{- $_ := set $obj.metadata "namespace" $ns }}
+{{- end }}
+---
+{{ toYaml $obj }}
+{{- end }}
+{{- end }}
+{{- $sa := include "karmada-quota.karmadaServiceAccount" $component }}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ $sa }}
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $sa }}
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $sa }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $ns }}
+{{- if eq $component "controller" }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $sa }}
+  namespace: {{ $ns }}
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $sa }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $ns }}
+{{- end }}
+{{- end }}
+{{- if .Values.karmada.leastPrivilegeIdentities }}
+{{- $writers := list }}
+{{- range $component := list "webhook" "controller" }}
+{{- $writers = append $writers (printf "system:serviceaccount:%s:%s" $ns (include "karmada-quota.karmadaServiceAccount" $component)) }}
+{{- end }}
+---
+# Only karmada-quota's own identities write a quota's status, whatever RBAC grants: a status edited by anyone else
+# could free quota (drop reservations, lower used). Enforced by the karmada-apiserver itself (CEL), so admission of
+# the webhook's own reservation writes costs nothing. With leastPrivilegeIdentities off the components run with the
+# admin kubeconfig, cannot be told apart from an admin, and this policy is not installed.
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: karmada-quota-status-writers
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [quota.karmada.io]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [karmadaquotas/status]
+  validations:
+    - expression: {{ printf "request.userInfo.username in %s" (toJson $writers) | quote }}
+      messageExpression: >-
+        "only karmada-quota's service accounts write the status of a KarmadaQuota (usage is recounted from the
+        ResourceBindings, reservations are settled by its controller), not " + request.userInfo.username
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: karmada-quota-status-writers
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  policyName: karmada-quota-status-writers
+  validationActions: [Deny]
+{{- end }}
+{{- if .Values.businessRoles.enabled }}
+---
+# Read access to quotas for everyone bound to view, edit or admin in a namespace. As for a ResourceQuota, nobody
+# gets write access this way: quotas are set by cluster admins, and their status is karmada-quota's.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: karmada-quota-view
+  labels:
+    {{- $labels | nindent 4 }}
+    rbac.authorization.k8s.io/aggregate-to-view: "true"
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+rules:
+  - apiGroups: [quota.karmada.io]
+    resources: [karmadaquotas, karmadaquotas/status]
+    verbs: [get, list, watch]
+{{- if .Values.businessRoles.readResourceBindings }}
+---
+# What `kubectl karmada quota describe` and `why` read to show which workloads wait for quota.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: karmada-quota-view-resourcebindings
+  labels:
+    {{- $labels | nindent 4 }}
+    rbac.authorization.k8s.io/aggregate-to-view: "true"
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+rules:
+  - apiGroups: [work.karmada.io]
+    resources: [resourcebindings, resourcebindings/status]
+    verbs: [get, list, watch]
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* What the install phases need besides the objects (operator/pkg/install.Config). */}}
+{{- define "karmada-quota.installConfig" -}}
+{{- $fullname := include "karmada-quota.fullname" . -}}
+namespace: {{ include "karmada-quota.namespace" . }}
+labels:
+  {{- include "karmada-quota.installedLabels" . | nindent 2 }}
+karmada:
+  namespace: {{ .Values.karmada.namespace }}
+webhook:
+  deployment: {{ $fullname }}-webhook
+  url: {{ include "karmada-quota.webhookURL" . }}
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+controller:
+  deployment: {{ $fullname }}-controller
+{{- if .Values.karmada.leastPrivilegeIdentities }}
+identities:
+  {{- range $component := list "webhook" "controller" }}
+  - serviceAccount: {{ include "karmada-quota.karmadaServiceAccount" $component }}
+    kubeconfigSecret: {{ include "karmada-quota.kubeconfigSecretName" (list $ $component) }}
+  {{- end }}
+{{- end }}
+certificates:
+  mode: {{ .Values.certificates.mode }}
+  servingSecret: {{ include "karmada-quota.servingSecret" . }}
+  {{- if eq .Values.certificates.mode "self-managed" }}
+  caSecret: {{ include "karmada-quota.caSecret" . }}
+  dnsNames:
+    {{- include "karmada-quota.webhookDNSNames" . | nindent 4 }}
+  caValidity: {{ .Values.certificates.selfManaged.caValidity }}
+  validity: {{ .Values.certificates.selfManaged.validity }}
+  {{- end }}
+uninstall:
+  removeCRD: {{ .Values.uninstall.removeCRD }}
+{{- end -}}
+
+{{/* The names the webhook's serving certificate carries. */}}
+{{- define "karmada-quota.webhookDNSNames" -}}
+{{- $svc := include "karmada-quota.webhookService" . -}}
+{{- $ns := include "karmada-quota.namespace" . -}}
+- {{ $svc }}.{{ $ns }}.svc
+- {{ $svc }}.{{ $ns }}.svc.{{ .Values.clusterDomain }}
+{{- end -}}

@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+)
+
+func TestPacerDelay(t *testing.T) {
+	key := types.NamespacedName{Namespace: ns, Name: "team"}
+	cases := map[string]struct {
+		interval     time.Duration
+		startedAgo   *time.Duration
+		reservations int
+		want         time.Duration
+	}{
+		"never recounted: at once":                         {interval: time.Second, want: 0},
+		"recounted a moment ago: the rest of the interval": {interval: time.Second, startedAgo: ptrTo(300 * time.Millisecond), want: 700 * time.Millisecond},
+		"recounted longer ago than the interval: at once":  {interval: time.Second, startedAgo: ptrTo(2 * time.Second), want: 0},
+		"a long list of reservations: at once, to keep status small": {
+			interval: time.Second, startedAgo: ptrTo(300 * time.Millisecond), reservations: DefaultSettleBacklog, want: 0,
+		},
+		"no interval: at once": {startedAgo: ptrTo(time.Duration(0)), want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(t0)
+			p := newPacer(tc.interval, 0, clk.Now)
+			if tc.startedAgo != nil {
+				clk.SetTime(t0.Add(-*tc.startedAgo))
+				p.started(key)
+				clk.SetTime(t0)
+			}
+			if got := p.delay(key, tc.reservations); got != tc.want {
+				t.Errorf("delay = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	var none *pacer
+	if got := none.delay(key, 0); got != 0 {
+		t.Errorf("a nil pacer delays by %v", got)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestPacedQuotasOf enqueues every quota of the binding's namespace, a quota recounted a moment ago after the
+// rest of its interval, and folds the changes in between into one recount.
+func TestPacedQuotasOf(t *testing.T) {
+	busy := utiltesting.MakeQuota(ns, "busy").Hard(list("cpu", "10"))
+	quiet := utiltesting.MakeQuota(ns, "quiet").Hard(list("cpu", "10"))
+	f := newFixture(t, interceptor.Funcs{}, busy.Obj(), quiet.Obj(), utiltesting.MakeQuota("elsewhere", "other").Obj())
+	p := newPacer(time.Second, 0, f.clock.Now)
+	p.started(types.NamespacedName{Namespace: ns, Name: "busy"})
+	f.clock.Step(400 * time.Millisecond)
+	h := pacedQuotasOf{quotas: f.client, pacer: p}
+
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: f.clock})
+	defer q.ShutDown()
+	rb := utiltesting.MakeBinding(ns, "web").Obj()
+	for range 3 {
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: rb, ObjectNew: rb}, q)
+	}
+	if got := q.Len(); got != 1 {
+		t.Fatalf("%d quotas ready, want 1 (quiet, at once)", got)
+	}
+	item, _ := q.Get()
+	if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "quiet"}}, item); diff != "" {
+		t.Errorf("ready first (-want +got):\n%s", diff)
+	}
+	q.Done(item)
+	f.clock.Step(600 * time.Millisecond)
+	waitFor(t, func() bool { return q.Len() == 1 })
+	item, _ = q.Get()
+	if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "busy"}}, item); diff != "" {
+		t.Errorf("ready after its interval (-want +got):\n%s", diff)
+	}
+	q.Done(item)
+	f.clock.Step(time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if got := q.Len(); got != 0 {
+		t.Errorf("%d more recounts queued, want none: three changes make one recount", got)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReconcileFoldedReservations keeps a folded sum until it has expired, then drops it in the write that comes
+// back for it: by then each folded write is counted in used or can no longer happen.
+func TestReconcileFoldedReservations(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Generation(2)
+	expires := t0.Add(time.Minute)
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Folded(3, list("cpu", "3"), expires)
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
+	expired := counter(metrics.ReservationsExpired)
+
+	result := f.mustReconcile(t, "team")
+	got := f.quota(t, "team").Status
+	if diff := cmp.Diff(team.Obj().Status.FoldedReservations, got.FoldedReservations, statusOpts); diff != "" {
+		t.Errorf("folded before expiry (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(list("cpu", "3"), got.Reserved, statusOpts); diff != "" {
+		t.Errorf("reserved before expiry (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(list("cpu", "2"), got.Used, statusOpts); diff != "" {
+		t.Errorf("used (-want +got):\n%s", diff)
+	}
+	if want := time.Minute + time.Second; result.RequeueAfter != want {
+		t.Errorf("RequeueAfter = %v, want %v: the controller must come back for the folded sum", result.RequeueAfter, want)
+	}
+
+	f.clock.Step(result.RequeueAfter)
+	f.mustReconcile(t, "team")
+	got = f.quota(t, "team").Status
+	if got.FoldedReservations != nil {
+		t.Errorf("folded after expiry = %+v, want none", got.FoldedReservations)
+	}
+	if diff := cmp.Diff(list("cpu", "0"), got.Reserved, statusOpts); diff != "" {
+		t.Errorf("reserved after expiry (-want +got):\n%s", diff)
+	}
+	if got := counter(metrics.ReservationsExpired) - expired; got != 3 {
+		t.Errorf("ReservationsExpired grew by %v, want 3", got)
+	}
+}
+
+// TestReconcileFoldsALongList brings a list past the bound within it, however it got there.
+func TestReconcileFoldsALongList(t *testing.T) {
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10000"))
+	for i := range quota.MaxReservations + 2 {
+		team.Reservation(utiltesting.MakeBinding(ns, fmt.Sprintf("ghost-%04d", i)).Obj(), 1, list("cpu", "1"), t0.Add(time.Minute+time.Duration(i)*time.Second))
+	}
+	f := newFixture(t, interceptor.Funcs{}, team.Obj())
+	f.mustReconcile(t, "team")
+	got := f.quota(t, "team").Status
+	if n := len(got.Reservations); n != quota.MaxReservations {
+		t.Errorf("%d reservations listed, want %d", n, quota.MaxReservations)
+	}
+	want := &quotav1alpha1.FoldedReservations{Count: 2, Reserved: list("cpu", "2"), ExpirationTime: metav1.NewTime(t0.Add(time.Minute + time.Second))}
+	if diff := cmp.Diff(want, got.FoldedReservations, statusOpts); diff != "" {
+		t.Errorf("folded (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileDecidesOnItsOwnWrite: the cache lags behind the controller's own status write; the next recount
+// starts from what that write returned instead of losing a race against it, and reads nothing from the apiserver.
+func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
+	// A cache frozen at the quota as it was before the first recount, and an apiserver reader that must not be used.
+	frozen := f.quota(t, "team")
+	apiReads := 0
+	f.reconciler.client = interceptor.NewClient(f.client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if q, ok := obj.(*quotav1alpha1.KarmadaQuota); ok {
+				frozen.DeepCopyInto(q)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	f.reconciler.apiReader = interceptor.NewClient(f.client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			apiReads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	conflicts := counter(metrics.StatusConflicts.WithLabelValues("controller"))
+
+	f.mustReconcile(t, "team")
+	var rb workv1alpha2.ResourceBinding
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(web.Obj()), &rb); err != nil {
+		t.Fatal(err)
+	}
+	rb.Spec.Clusters[0].Replicas = 3
+	if err := f.client.Update(context.Background(), &rb); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile(t, "team")
+
+	if diff := cmp.Diff(list("cpu", "3"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
+		t.Errorf("used (-want +got):\n%s", diff)
+	}
+	if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 0 {
+		t.Errorf("%v status writes lost a race against the controller's own writes", got)
+	}
+	if apiReads != 0 {
+		t.Errorf("%d reads of the apiserver, want none", apiReads)
+	}
+}

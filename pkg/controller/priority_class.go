@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+)
+
+// The templates the recount reads the priority class from when bindings lack it (priorityclass.Resolver): a GET
+// per new template version, or a paged LIST of a kind in a namespace when a recount misses many.
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;replicasets;daemonsets,verbs=get;list
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+
+// Reasons of the PriorityClassesKnown condition.
+const (
+	ReasonPriorityClassesKnown  = "AllKnown"
+	ReasonPriorityClassUnknown  = "PriorityClassUnknown"
+	unclassifiedNamesInMessages = 5
+)
+
+// classify fills in, for a quota scoped by PriorityClass, the class of the namespace's bindings that lack it (see
+// priorityclass.ClassifyAll; bindings may hold the cache's objects by value). It returns the bindings whose class
+// could not be read: the recount counts them in no scoped quota, and says so. An unscoped quota counts every
+// binding whatever its class, and reads nothing.
+func (r *QuotaReconciler) classify(ctx context.Context, ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) ([]priorityclass.Failure, error) {
+	if r.classes == nil || !ledger.Selector.Scoped() {
+		return nil, nil
+	}
+	failed, err := r.classes.ClassifyAll(ctx, bindings)
+	if err != nil {
+		return nil, fmt.Errorf("reading the priority classes of the namespace's workloads: %w", err)
+	}
+	return failed, nil
+}
+
+// classifiedOnly returns the bindings but the unclassified ones, for what reads a binding's class: whether it waits
+// on this quota, and what it still needs.
+func classifiedOnly(bindings []workv1alpha2.ResourceBinding, failed []priorityclass.Failure) []workv1alpha2.ResourceBinding {
+	if len(failed) == 0 {
+		return bindings
+	}
+	skip := unclassifiedNames(failed)
+	out := make([]workv1alpha2.ResourceBinding, 0, len(bindings)-len(failed))
+	for i := range bindings {
+		if !skip[bindings[i].Name] {
+			out = append(out, bindings[i])
+		}
+	}
+	return out
+}
+
+func unclassifiedNames(failed []priorityclass.Failure) map[string]bool {
+	names := make(map[string]bool, len(failed))
+	for _, f := range failed {
+		names[f.Binding] = true
+	}
+	return names
+}
+
+// setPriorityClassesKnown reports, on a quota scoped by PriorityClass, whether every binding's class is known:
+// a binding whose class cannot be read is counted nowhere rather than under a guessed class, and the condition
+// names it. An unscoped quota carries no such condition.
+func (r *QuotaReconciler) setPriorityClassesKnown(status *quotav1alpha1.KarmadaQuotaStatus, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, failed []priorityclass.Failure) {
+	if !ledger.Selector.Scoped() {
+		meta.RemoveStatusCondition(&status.Conditions, quotav1alpha1.ConditionPriorityClassesKnown)
+		return
+	}
+	cond := metav1.Condition{
+		Type:               quotav1alpha1.ConditionPriorityClassesKnown,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonPriorityClassesKnown,
+		Message:            "The priority class of every binding of the namespace is known",
+		ObservedGeneration: q.Generation,
+		LastTransitionTime: metav1.NewTime(r.clock.Now()),
+	}
+	if len(failed) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonPriorityClassUnknown
+		cond.Message = unclassifiedMessage(failed)
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
+}
+
+// unclassifiedMessage says how many bindings could not be classified, names the first ones and why, and what to do.
+func unclassifiedMessage(failed []priorityclass.Failure) string {
+	shown := failed[:min(len(failed), unclassifiedNamesInMessages)]
+	parts := make([]string, len(shown))
+	for i, f := range shown {
+		parts[i] = fmt.Sprintf("%s (%v)", f.Binding, f.Err)
+	}
+	more := ""
+	if len(failed) > len(shown) {
+		more = fmt.Sprintf(", and %d more", len(failed)-len(shown))
+	}
+	return fmt.Sprintf("%d binding(s) have replicas whose priority class could not be read; this quota does not count them, "+
+		"and refuses their growth: %s%s. Run karmada-controller-manager with --feature-gates=ResourceQuotaEstimate=true so "+
+		"that Karmada copies the class into each binding", len(failed), strings.Join(parts, "; "), more)
+}
+
+// recordUnclassified remembers, for the metrics, how many bindings the last recount of a quota could not classify.
+func (s *state) recordUnclassified(key types.NamespacedName, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if qs, ok := s.quotas[key]; ok {
+		qs.snapshot.Unclassified = n
+	}
+}

@@ -1,0 +1,82 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+)
+
+var (
+	quotasResource   = quotav1alpha1.GroupVersion.WithResource("karmadaquotas")
+	bindingsResource = workv1alpha2.SchemeGroupVersion.WithResource("resourcebindings")
+)
+
+// reader reads KarmadaQuotas and ResourceBindings from the karmada-apiserver. It knows their resources, so it
+// needs no discovery: one request per read, and a failure is that request's.
+type reader struct {
+	client dynamic.Interface
+	server string
+}
+
+func newReader(cfg *rest.Config) (*reader, error) {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{client: client, server: cfg.Host}, nil
+}
+
+func (r *reader) quota(ctx context.Context, namespace, name string) (*quotav1alpha1.KarmadaQuota, error) {
+	c := call{verb: "get", resource: groupResource(quotasResource), kind: "KarmadaQuota", namespace: namespace, name: name}
+	u, err := r.client.Resource(quotasResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	var q quotav1alpha1.KarmadaQuota
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
+		return nil, fmt.Errorf("decoding KarmadaQuota %s/%s: %w", namespace, name, err)
+	}
+	return &q, nil
+}
+
+// quotas lists the quotas of a namespace, or of all namespaces when namespace is empty.
+func (r *reader) quotas(ctx context.Context, namespace string) ([]quotav1alpha1.KarmadaQuota, error) {
+	c := call{verb: "list", resource: groupResource(quotasResource), kind: "KarmadaQuota", namespace: namespace}
+	list, err := r.client.Resource(quotasResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	return decodeAll[quotav1alpha1.KarmadaQuota](list)
+}
+
+func (r *reader) bindings(ctx context.Context, namespace string) ([]workv1alpha2.ResourceBinding, error) {
+	c := call{verb: "list", resource: groupResource(bindingsResource), kind: "ResourceBinding", namespace: namespace}
+	list, err := r.client.Resource(bindingsResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	return decodeAll[workv1alpha2.ResourceBinding](list)
+}
+
+func decodeAll[T any](list *unstructured.UnstructuredList) ([]T, error) {
+	out := make([]T, len(list.Items))
+	for i := range list.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &out[i]); err != nil {
+			return nil, fmt.Errorf("decoding %s %s/%s: %w", list.Items[i].GetKind(), list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
+		}
+	}
+	return out, nil
+}
+
+func groupResource(gvr schema.GroupVersionResource) string {
+	return gvr.GroupResource().String()
+}

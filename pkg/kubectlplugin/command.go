@@ -1,0 +1,390 @@
+// Package kubectlplugin is `kubectl karmada quota`, the kubectl plugin that reads KarmadaQuotas: describe a quota,
+// list quotas across namespaces fullest first, and say why a workload is or is not scheduled. It owns the flags,
+// the requests to the karmada-apiserver and the explanation of their failures; what is printed is computed and
+// rendered by the pure package report.
+package kubectlplugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
+	"sigs.k8s.io/yaml"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/kubectlplugin/report"
+	"github.com/karmada-quota/karmada-quota/pkg/version"
+)
+
+// Run runs the plugin with args (without the program name), prints a failure as kubectl does ("error: ..." on
+// stderr), and returns the exit code: 0, or 1 for any failure.
+func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	cmd := NewCommand(streams)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", err)
+		return 1
+	}
+	return 0
+}
+
+// options are what every subcommand shares: kubectl's connection flags (--kubeconfig, --context, -n, --as, ...)
+// and the streams.
+type options struct {
+	config  *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+}
+
+// NewCommand returns the plugin's root command.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &options{config: genericclioptions.NewConfigFlags(true), streams: streams}
+	root := &cobra.Command{
+		Use:   "kubectl-karmada-quota",
+		Short: "Read KarmadaQuotas: what each namespace may use across member clusters, and why a workload waits",
+		Long: "Read KarmadaQuotas on the karmada-apiserver: what each namespace may use across all member clusters, what\n" +
+			"it uses in each, which bindings wait for quota, and why a workload is or is not scheduled.",
+		Version:       version.Get().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName(os.Args[0])},
+	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	o.config.AddFlags(root.PersistentFlags())
+	root.AddCommand(newDescribeCommand(o), newListCommand(o, false), newListCommand(o, true), newWhyCommand(o))
+	return root
+}
+
+// displayName is how kubectl users type the command that ran this binary, from its file name, by kubectl's plugin
+// rule read backwards: each "-" of the file name is a space, each "_" a "-" (kubectl-karmada-quota is `kubectl
+// karmada quota`; krew's link kubectl-karmada_quota is `kubectl karmada-quota`).
+func displayName(argv0 string) string {
+	// Split by hand: a Windows path's backslashes are no separator to filepath on other systems.
+	base := argv0[strings.LastIndexAny(argv0, `/\`)+1:]
+	base = strings.TrimSuffix(base, ".exe")
+	if !strings.HasPrefix(base, "kubectl-") {
+		return "kubectl karmada quota"
+	}
+	words := strings.Split(base, "-")
+	for i, w := range words {
+		words[i] = strings.ReplaceAll(w, "_", "-")
+	}
+	return strings.Join(words, " ")
+}
+
+// output is the -o flag of a command that prints a table.
+type output struct {
+	format string
+}
+
+func (f *output) addFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.format, "output", "o", "", "Output format: json or yaml. Empty prints text.")
+}
+
+func (f *output) validate() error {
+	switch f.format {
+	case "", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q: use json or yaml, or leave -o out for text", f.format)
+}
+
+// print writes obj as JSON or YAML, or calls text for the text rendering.
+func (f *output) print(out io.Writer, obj any, text func(io.Writer) error) error {
+	switch f.format {
+	case "json":
+		b, err := json.MarshalIndent(obj, "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	return text(out)
+}
+
+func (o *options) namespace() (string, error) {
+	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+func (o *options) reader() (*reader, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return newReader(cfg)
+}
+
+func newDescribeCommand(o *options) *cobra.Command {
+	var out output
+	cmd := &cobra.Command{
+		Use:   "describe [NAME]",
+		Short: "Show a quota's limits, use, use per member cluster, and the bindings waiting on it",
+		Long: "Show a KarmadaQuota as `kubectl describe resourcequota` shows a ResourceQuota: Name, Namespace, Scopes, and a\n" +
+			"Resource / Used / Reserved / Hard table; then whether its status is current, what the namespace uses in\n" +
+			"each member cluster, and the bindings waiting for quota whose needs it limits, with what each asks for and\n" +
+			"what is missing here. Without NAME, every quota of the namespace.",
+		Example: "  kubectl karmada quota describe team-a -n team-a\n  kubectl karmada quota describe -n team-a -o yaml",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			r, err := o.reader()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var quotas []quotav1alpha1.KarmadaQuota
+			if len(args) == 1 {
+				q, err := r.quota(ctx, ns, args[0])
+				if err != nil {
+					return err
+				}
+				quotas = []quotav1alpha1.KarmadaQuota{*q}
+			} else if quotas, err = r.quotas(ctx, ns); err != nil {
+				return err
+			}
+			if len(quotas) == 0 {
+				if out.format != "" {
+					return out.print(o.streams.Out, report.QuotaList{Items: []report.Quota{}}, nil)
+				}
+				fmt.Fprintf(o.streams.ErrOut, "No KarmadaQuotas found in namespace %s.\n", ns)
+				return nil
+			}
+
+			bindings, err := r.bindings(ctx, ns)
+			waitingUnknown := ""
+			if err != nil {
+				// Someone allowed to read quotas but not bindings still gets the quota.
+				if !apierrors.IsForbidden(err) {
+					return err
+				}
+				waitingUnknown = fmt.Sprintf("you may not list ResourceBindings in namespace %s", ns)
+				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", err)
+			}
+			described := make([]report.Quota, len(quotas))
+			for i := range quotas {
+				described[i] = report.Describe(&quotas[i], bindings)
+				described[i].WaitingUnknown = waitingUnknown
+			}
+			var obj any = report.QuotaList{Items: described}
+			if len(args) == 1 {
+				obj = described[0]
+			}
+			return out.print(o.streams.Out, obj, func(w io.Writer) error { return report.WriteQuotas(w, described) })
+		},
+	}
+	out.addFlag(cmd)
+	return cmd
+}
+
+func newListCommand(o *options, top bool) *cobra.Command {
+	var out output
+	var allNamespaces bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every limited resource of every quota, by namespace and name",
+		Long: "List one row per quota and limited resource: used, hard, percent used, and whether the quota's status is\n" +
+			"current. Sorted by namespace, quota and resource, so a quota's resources stay together; `top` prints the\n" +
+			"same rows fullest first.",
+		Example: "  kubectl karmada quota list -A\n  kubectl karmada quota list -n team-a -o json",
+	}
+	if top {
+		cmd.Use = "top"
+		cmd.Short = "List every limited resource of every quota, fullest first"
+		cmd.Long = "List one row per quota and limited resource: used, hard, percent used, and whether the quota's status is\n" +
+			"current. Sorted fullest first across all quotas (then by namespace, quota and resource), so what is about to\n" +
+			"refuse placements comes first; `list` prints the same rows by name."
+		cmd.Example = "  kubectl karmada quota top -A"
+	}
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.validate(); err != nil {
+			return err
+		}
+		ns := ""
+		if !allNamespaces {
+			var err error
+			if ns, err = o.namespace(); err != nil {
+				return err
+			}
+		}
+		r, err := o.reader()
+		if err != nil {
+			return err
+		}
+		quotas, err := r.quotas(cmd.Context(), ns)
+		if err != nil {
+			return err
+		}
+		rows := report.Rows(quotas)
+		if top {
+			report.SortFullest(rows)
+		}
+		if rows == nil {
+			rows = []report.Row{}
+		}
+		if len(rows) == 0 && out.format == "" {
+			if allNamespaces {
+				fmt.Fprintln(o.streams.ErrOut, "No KarmadaQuotas found.")
+			} else {
+				fmt.Fprintf(o.streams.ErrOut, "No KarmadaQuotas found in namespace %s.\n", ns)
+			}
+			return nil
+		}
+		return out.print(o.streams.Out, report.RowList{Items: rows}, func(w io.Writer) error {
+			return report.WriteRows(w, rows, allNamespaces)
+		})
+	}
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "List the quotas of every namespace.")
+	out.addFlag(cmd)
+	return cmd
+}
+
+func newWhyCommand(o *options) *cobra.Command {
+	var out output
+	cmd := &cobra.Command{
+		Use:   "why (DEPLOYMENT | KIND/NAME | KIND NAME)",
+		Short: "Say why a workload is or is not scheduled, as far as quotas go",
+		Long: "Find the workload's ResourceBinding and say why it is or is not scheduled. Refused by quota: each refusing quota,\n" +
+			"recomputed from its status with the webhook's arithmetic, with every short resource's need, availability and\n" +
+			"shortfall, and whether it can ever fit. Scheduled: what each quota of the namespace charges it, per member\n" +
+			"cluster. A bare NAME is a Deployment; KIND is any kind kubectl knows (deploy, statefulset.apps, a CRD).",
+		Example: "  kubectl karmada quota why web -n team-a\n  kubectl karmada quota why statefulset/db -n team-a -o json",
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 && !strings.Contains(args[0], "/") {
+				args = []string{"deployment", args[0]}
+			}
+			r, err := o.reader()
+			if err != nil {
+				return err
+			}
+			// The plain reads first: an unreachable server or a missing right fails with one clear message here,
+			// before discovery (which the workload lookup needs) logs its own retries.
+			ctx := cmd.Context()
+			bindings, err := r.bindings(ctx, ns)
+			if err != nil {
+				return err
+			}
+			quotas, err := r.quotas(ctx, ns)
+			if err != nil {
+				return err
+			}
+			workload, err := o.workload(ns, args)
+			if err != nil {
+				return err
+			}
+			why := report.Explain(workload, bindingOf(workload, bindings), quotas)
+			return out.print(o.streams.Out, why, func(w io.Writer) error { return report.WriteWhy(w, why) })
+		},
+	}
+	out.addFlag(cmd)
+	return cmd
+}
+
+// workload finds the object args name, as `kubectl get` would (short names, kind.group, CRDs), so that "no such
+// workload" is told apart from "no binding for it".
+func (o *options) workload(namespace string, args []string) (report.Workload, error) {
+	infos, err := resource.NewBuilder(o.config).
+		Unstructured().
+		NamespaceParam(namespace).DefaultNamespace().
+		ResourceTypeOrNameArgs(true, args...).
+		SingleResourceType().
+		Flatten().
+		Do().Infos()
+	if err != nil {
+		return report.Workload{}, o.explainLookup(namespace, err)
+	}
+	if len(infos) != 1 {
+		return report.Workload{}, fmt.Errorf("%s names %d objects: name exactly one workload", strings.Join(args, " "), len(infos))
+	}
+	info := infos[0]
+	gvk := info.Mapping.GroupVersionKind
+	if info.Mapping.Scope.Name() == meta.RESTScopeNameRoot {
+		return report.Workload{}, fmt.Errorf("%s %s is cluster-scoped: Karmada binds it with a ClusterResourceBinding, "+
+			"and KarmadaQuotas limit namespaces", gvk.Kind, info.Name)
+	}
+	return report.Workload{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: info.Namespace, Name: info.Name}, nil
+}
+
+// explainLookup explains a failure to find the workload: a missing object or a refused read is an API error
+// like any other; anything else (an unknown kind) is the builder's own message, which kubectl users know.
+func (o *options) explainLookup(namespace string, err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) && !unreachable(err) {
+		return err
+	}
+	c := call{verb: "get", resource: "the workload", kind: "workload", namespace: namespace}
+	if status != nil {
+		if d := status.Status().Details; d != nil {
+			gr := schema.GroupResource{Group: d.Group, Resource: d.Kind}.String()
+			c.resource, c.kind, c.name = gr, gr, d.Name
+		}
+	}
+	server := ""
+	if cfg, cfgErr := o.config.ToRESTConfig(); cfgErr == nil {
+		server = cfg.Host
+	}
+	return &apiError{call: c, server: server, err: err}
+}
+
+// bindingOf finds the workload's ResourceBinding by spec.resource: its group, kind, namespace and name. The
+// detector names it <name>-<kind>, but a name can be truncated or taken; the reference cannot.
+func bindingOf(w report.Workload, bindings []workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
+	want, err := schema.ParseGroupVersion(w.APIVersion)
+	if err != nil {
+		return nil
+	}
+	var found *workv1alpha2.ResourceBinding
+	for i := range bindings {
+		ref := bindings[i].Spec.Resource
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != want.Group || ref.Kind != w.Kind || ref.Name != w.Name {
+			continue
+		}
+		if ref.Namespace != "" && ref.Namespace != w.Namespace {
+			continue
+		}
+		if found == nil || bindings[i].Name < found.Name {
+			found = &bindings[i]
+		}
+	}
+	return found
+}

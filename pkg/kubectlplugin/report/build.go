@@ -1,0 +1,386 @@
+package report
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// Describe reports one quota: its limits, use and currency, per member cluster, and the namespace's bindings
+// waiting on it. bindings are the quota's namespace's ResourceBindings.
+func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) Quota {
+	out := Quota{Namespace: q.Namespace, Name: q.Name, Scopes: scopes(q.Spec.ScopeSelector), Status: StatusOf(q)}
+	ledger, err := quota.NewLedger(q)
+	if err != nil {
+		// The webhook refuses every binding write under such a quota and the controller reports it NotReady
+		// (InvalidSpec), which Status already says: show the limits as written.
+		out.Resources = asWritten(q)
+		return out
+	}
+	hard, used, reserved := ledger.Hard(), ledger.Used(), ledger.Reserved()
+	available := ledger.Headroom(used)
+	for _, name := range hard.Names() {
+		out.Resources = append(out.Resources, Resource{
+			Name:        string(ledger.AuthorName(name)),
+			Used:        resources.Human(name, used[name]),
+			Reserved:    resources.Human(name, reserved[name]),
+			Hard:        resources.Human(name, hard[name]),
+			Available:   resources.Human(name, available[name]),
+			UsedPercent: Percent(used[name], hard[name]),
+		})
+	}
+	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
+
+	clusters := append([]quotav1alpha1.ClusterUsage(nil), q.Status.Clusters...)
+	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
+	for _, c := range clusters {
+		out.Clusters = append(out.Clusters, ClusterUsage{Cluster: c.Name, Used: render(ledger, ledger.ParseStatus(c.Used))})
+	}
+
+	for i := range bindings {
+		rb := &bindings[i]
+		// The controller's rule (Ledger.WaitsOn): the bindings it requeues when this quota gains headroom.
+		if _, waits := ledger.WaitsOn(rb); !waits {
+			continue
+		}
+		a, err := assess(ledger, rb)
+		if err != nil {
+			continue
+		}
+		out.Waiting = append(out.Waiting, Waiting{
+			Binding:         rb.Name,
+			Workload:        workloadOf(rb),
+			Asks:            asksOf(rb),
+			Needs:           render(ledger, a.need),
+			Short:           a.short,
+			MissingRequests: a.missingRequests,
+		})
+	}
+	sort.Slice(out.Waiting, func(i, j int) bool { return out.Waiting[i].Binding < out.Waiting[j].Binding })
+	return out
+}
+
+// StatusOf says whether a quota's status is current.
+func StatusOf(q *quotav1alpha1.KarmadaQuota) Status {
+	s := Status{Ready: string(metav1.ConditionUnknown), Generation: q.Generation, ObservedGeneration: q.Status.ObservedGeneration}
+	ready := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionReady)
+	if ready != nil {
+		s.Ready, s.Reason, s.Message = string(ready.Status), ready.Reason, ready.Message
+	}
+	switch {
+	case ready == nil:
+		s.State = NoStatus
+	case ready.Status != metav1.ConditionTrue:
+		s.State = NotReady
+	case q.Status.ObservedGeneration < q.Generation:
+		s.State = Behind
+	default:
+		s.State = Current
+	}
+	return s
+}
+
+// Rows reports every limited resource of every quota, sorted by namespace, quota and resource.
+func Rows(quotas []quotav1alpha1.KarmadaQuota) []Row {
+	var rows []Row
+	for i := range quotas {
+		q := &quotas[i]
+		state := StatusOf(q).State
+		for _, r := range Describe(q, nil).Resources {
+			rows = append(rows, Row{
+				Namespace: q.Namespace, Quota: q.Name, Resource: r.Name,
+				Used: r.Used, Reserved: r.Reserved, Hard: r.Hard, UsedPercent: r.UsedPercent, Status: state,
+			})
+		}
+	}
+	SortByName(rows)
+	return rows
+}
+
+// SortByName orders rows by namespace, quota and resource: `list`, where a quota's resources stay together.
+func SortByName(rows []Row) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Quota != b.Quota {
+			return a.Quota < b.Quota
+		}
+		return a.Resource < b.Resource
+	})
+}
+
+// SortFullest orders rows fullest first, then by name: `top`, where what is about to refuse comes first
+// whatever its namespace.
+func SortFullest(rows []Row) {
+	SortByName(rows)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].UsedPercent > rows[j].UsedPercent })
+}
+
+// Percent is used / hard in whole percent, rounded down so that 100 means full. A hard of zero is full: nothing
+// more fits.
+func Percent(used, hard int64) int64 {
+	if hard <= 0 {
+		return 100
+	}
+	if used <= 0 {
+		return 0
+	}
+	p := new(big.Int).Mul(big.NewInt(used), big.NewInt(100))
+	return p.Quo(p, big.NewInt(hard)).Int64()
+}
+
+// Explain says why a workload is or is not scheduled, as far as quotas go. rb is its binding, nil when it has
+// none; quotas are its namespace's.
+func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota) Why {
+	w := Why{Workload: workload}
+	if rb == nil {
+		w.Verdict = NoBinding
+		return w
+	}
+	w.Binding = rb.Name
+	asks := asksOf(rb)
+	w.Asks = &asks
+	if rr := rb.Spec.ReplicaRequirements; rr != nil {
+		w.PriorityClass = rr.PriorityClassName
+	}
+	cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+	if cond != nil {
+		w.Condition = &Condition{Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message}
+	}
+	sorted := append([]quotav1alpha1.KarmadaQuota(nil), quotas...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	switch {
+	case cond == nil:
+		w.Verdict = NotScheduledYet
+	case usage.WaitingForQuota(rb):
+		w.Verdict = QuotaExceeded
+		for i := range sorted {
+			if r, refused := refusal(&sorted[i], rb); refused {
+				w.Refusals = append(w.Refusals, r)
+			}
+		}
+	case cond.Status == metav1.ConditionTrue:
+		w.Verdict = Scheduled
+		for i := range sorted {
+			if c, ok := charge(&sorted[i], rb); ok {
+				w.Charges = append(w.Charges, c)
+			}
+		}
+	default:
+		w.Verdict = NotScheduled
+	}
+	return w
+}
+
+// refusal recomputes whether q refuses to place all of rb's replicas.
+func refusal(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Refusal, bool) {
+	ledger, err := quota.NewLedger(q)
+	if err != nil {
+		// The webhook refuses every binding write in the namespace while a quota is invalid.
+		return Refusal{Quota: q.Name, Invalid: err.Error()}, true
+	}
+	a, err := assess(ledger, rb)
+	if err != nil || !a.refused {
+		return Refusal{}, false
+	}
+	return Refusal{Quota: q.Name, Short: a.short, MissingRequests: a.missingRequests}, true
+}
+
+// charge is what q counts for a scheduled binding; false when q cannot be parsed (Status says so elsewhere).
+func charge(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Charge, bool) {
+	ledger, err := quota.NewLedger(q)
+	if err != nil {
+		return Charge{}, false
+	}
+	u, err := usage.Of(rb)
+	if err != nil {
+		return Charge{}, false
+	}
+	c := Charge{Quota: q.Name, Selected: !ledger.Selector.Scoped()}
+	for _, p := range u.Placed {
+		if ledger.Selector.Matches(p.PriorityClass) {
+			c.Selected = true
+		}
+	}
+	counted := u.Charge(ledger.Selector)
+	if total := ledger.Limited(counted.Total); len(total) > 0 {
+		c.Total = render(ledger, total)
+	}
+	for _, cluster := range sortedKeys(counted.Clusters) {
+		if used := ledger.Limited(counted.Clusters[cluster]); len(used) > 0 {
+			c.Clusters = append(c.Clusters, ClusterUsage{Cluster: cluster, Used: render(ledger, used)})
+		}
+	}
+	return c, true
+}
+
+// assessment is what placing all of a binding's replicas asks of one quota, decided as the webhook decides.
+type assessment struct {
+	need            resources.List
+	refused         bool
+	short           []Shortfall
+	missingRequests []string
+}
+
+// assess runs the webhook's decision (Ledger.Demand and Ledger.Check) on the write that would place all of rb's
+// replicas, and adds the figures a person needs: what is available and how much is missing.
+func assess(ledger *quota.Ledger, rb *workv1alpha2.ResourceBinding) (assessment, error) {
+	need, err := ledger.StillNeeded(rb)
+	if err != nil {
+		return assessment{}, err
+	}
+	current, err := usage.Of(rb)
+	if err != nil {
+		return assessment{}, err
+	}
+	wanted, err := usage.Wanted(rb)
+	if err != nil {
+		return assessment{}, err
+	}
+	// The key of a write not made yet: no reservation of its own is discounted.
+	key := quota.Key{UID: rb.UID, Generation: rb.Generation + 1}
+	owner := quotav1alpha1.ReservationOwner{APIVersion: workv1alpha2.SchemeGroupVersion.String(), Kind: "ResourceBinding", Name: rb.Name, UID: rb.UID}
+	demand := ledger.Demand(key, owner, wanted, &current)
+	a := assessment{need: need}
+	denial := ledger.Check(demand)
+	if denial == nil {
+		return a, nil
+	}
+	a.refused = true
+	hard, available := ledger.Hard(), ledger.Headroom(ledger.Used())
+	for _, e := range denial.Exceeded {
+		name, _, err := resources.Canonical(e.Resource)
+		if err != nil {
+			continue
+		}
+		inc := demand.Increase[name]
+		a.short = append(a.short, Shortfall{
+			Resource:  string(e.Resource),
+			Need:      resources.Human(name, inc),
+			Available: resources.Human(name, available[name]),
+			ShortBy:   resources.Human(name, resources.Sub(inc, available[name])),
+			Hard:      resources.Human(name, hard[name]),
+			NeverFits: e.NeverFits,
+		})
+	}
+	for _, m := range denial.Missing {
+		a.missingRequests = append(a.missingRequests, string(m))
+	}
+	return a, nil
+}
+
+func workloadOf(rb *workv1alpha2.ResourceBinding) Workload {
+	r := rb.Spec.Resource
+	return Workload{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+// asksOf reads what a binding's workload asks for. Requests are rendered under their request names so that
+// 1500m of CPU and 1536Mi of memory print as they do in a quota.
+func asksOf(rb *workv1alpha2.ResourceBinding) Asks {
+	a := Asks{Replicas: rb.Spec.Replicas}
+	for _, c := range rb.Spec.Clusters {
+		a.Placed += c.Replicas
+	}
+	if rr := rb.Spec.ReplicaRequirements; rr != nil {
+		a.PerReplica = requests(rr.ResourceRequest)
+	}
+	for _, c := range rb.Spec.Components {
+		comp := Component{Name: c.Name, Replicas: c.Replicas}
+		if c.ReplicaRequirements != nil {
+			comp.PerReplica = requests(c.ReplicaRequirements.ResourceRequest)
+		}
+		a.Components = append(a.Components, comp)
+	}
+	return a
+}
+
+func requests(list corev1.ResourceList) map[string]string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(list))
+	for name, q := range list {
+		canonical := resources.RequestName(name)
+		out[string(name)] = resources.Human(canonical, resources.Value(canonical, q))
+	}
+	return out
+}
+
+// render converts canonical amounts to the quota author's names, as people read them.
+func render(ledger *quota.Ledger, list resources.List) map[string]string {
+	out := make(map[string]string, len(list))
+	for name, v := range list {
+		out[string(ledger.AuthorName(name))] = resources.Human(name, v)
+	}
+	return out
+}
+
+// asWritten lists a quota's limits as written, for a quota the accounting cannot parse.
+func asWritten(q *quotav1alpha1.KarmadaQuota) []Resource {
+	var out []Resource
+	for name, hard := range q.Spec.Hard {
+		used, reserved := q.Status.Used[name], q.Status.Reserved[name]
+		out = append(out, Resource{Name: string(name), Used: used.String(), Reserved: reserved.String(), Hard: hard.String()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// scopes explains a scope selector's expressions.
+func scopes(sel *quotav1alpha1.ScopeSelector) []Scope {
+	if sel == nil {
+		return nil
+	}
+	var out []Scope
+	for _, e := range sel.MatchExpressions {
+		values := append([]string(nil), e.Values...)
+		sort.Strings(values)
+		out = append(out, Scope{
+			ScopeName: string(e.ScopeName), Operator: string(e.Operator), Values: values,
+			Meaning: scopeMeaning(e.ScopeName, e.Operator, values),
+		})
+	}
+	return out
+}
+
+func scopeMeaning(scope corev1.ResourceQuotaScope, op corev1.ScopeSelectorOperator, values []string) string {
+	if scope != corev1.ResourceQuotaScopePriorityClass {
+		return fmt.Sprintf("Scope %s %s %s: not one a ResourceBinding carries.", scope, op, strings.Join(values, ", "))
+	}
+	switch op {
+	case corev1.ScopeSelectorOpIn:
+		if len(values) == 1 {
+			return fmt.Sprintf("Matches replicas whose PriorityClass is %s.", values[0])
+		}
+		return fmt.Sprintf("Matches replicas whose PriorityClass is one of %s.", strings.Join(values, ", "))
+	case corev1.ScopeSelectorOpNotIn:
+		return fmt.Sprintf("Matches replicas whose PriorityClass is not %s (including replicas that name none).", strings.Join(values, " or "))
+	case corev1.ScopeSelectorOpExists:
+		return "Matches replicas that name a PriorityClass."
+	case corev1.ScopeSelectorOpDoesNotExist:
+		return "Matches replicas that name no PriorityClass."
+	}
+	return fmt.Sprintf("PriorityClass %s %s: an operator no quota accepts.", op, strings.Join(values, ", "))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

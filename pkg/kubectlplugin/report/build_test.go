@@ -1,0 +1,366 @@
+package report
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+)
+
+var list = utiltesting.List
+
+// ready marks a quota's status as the controller writes it: computed for generation observed, Ready=True.
+func ready(w *utiltesting.QuotaWrapper, observed int64) *utiltesting.QuotaWrapper {
+	w.Status.ObservedGeneration = observed
+	w.Status.Hard = w.Spec.Hard.DeepCopy()
+	w.Status.Conditions = []metav1.Condition{{
+		Type: quotav1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Calculated",
+		Message: "Usage recounted from the namespace's ResourceBindings", ObservedGeneration: observed,
+		LastTransitionTime: utiltesting.FixedTime,
+	}}
+	return w
+}
+
+func cluster(name string, used corev1.ResourceList) quotav1alpha1.ClusterUsage {
+	return quotav1alpha1.ClusterUsage{Name: name, Used: used}
+}
+
+// waiting is a Deployment's binding the scheduler could not place because a quota refused it.
+func waiting(name string, replicas int32, requests corev1.ResourceList) *utiltesting.BindingWrapper {
+	b := utiltesting.MakeBinding("team-a", name).Replicas(replicas)
+	if requests != nil {
+		b.Requests(requests)
+	}
+	return b.Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded)
+}
+
+func bindings(bs ...*utiltesting.BindingWrapper) []workv1alpha2.ResourceBinding {
+	out := make([]workv1alpha2.ResourceBinding, len(bs))
+	for i, b := range bs {
+		out[i] = *b.Obj()
+	}
+	return out
+}
+
+func deployment(name string) Workload {
+	return Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: name}
+}
+
+func TestDescribe(t *testing.T) {
+	teamA := ready(utiltesting.MakeQuota("team-a", "team-a").
+		Hard(list("cpu", "10", "requests.memory", "20Gi", "pods", "20", "count/deployments.apps", "5")).
+		Used(list("cpu", "3500m", "requests.memory", "3Gi", "pods", "5", "count/deployments.apps", "2")), 1)
+	teamA.Status.Clusters = []quotav1alpha1.ClusterUsage{
+		cluster("member2", list("cpu", "1500m", "requests.memory", "1Gi", "pods", "3")),
+		cluster("member1", list("cpu", "2", "requests.memory", "2Gi", "pods", "2")),
+	}
+	someBinding := utiltesting.MakeBinding("team-a", "other").Obj()
+
+	cases := map[string]struct {
+		quota    *quotav1alpha1.KarmadaQuota
+		bindings []workv1alpha2.ResourceBinding
+		want     Quota
+	}{
+		"limits, use per cluster in cluster order, and the bindings waiting on it": {
+			quota: teamA.Clone().Reservation(someBinding, 1, list("cpu", "1", "pods", "1"), time.Unix(0, 0)).Obj(),
+			bindings: bindings(
+				// Short of cpu: needs 8, and 10 - 3500m - 1 = 5500m is available.
+				waiting("batch", 8, list("cpu", "1", "memory", "2Gi")),
+				// Needs more than hard alone.
+				waiting("huge", 30, list("cpu", "100m", "memory", "1Mi")),
+				// Fits here: another quota refuses it.
+				waiting("small", 1, list("cpu", "100m", "memory", "1Mi")),
+				// Scaled from 2 to 4: only 2 more are needed.
+				waiting("scaled", 4, list("cpu", "1", "memory", "1Gi")).Cluster("member1", 2),
+				// Places replicas without a cpu request under a quota that limits cpu.
+				waiting("unrequested", 1, list("memory", "1Gi")),
+				// Not waiting for quota, or not any more.
+				utiltesting.MakeBinding("team-a", "placed").Replicas(1).Requests(list("cpu", "1")).Cluster("member1", 1).
+					Scheduled(true, workv1alpha2.BindingReasonSuccess),
+				utiltesting.MakeBinding("team-a", "no-fit").Replicas(1).Requests(list("cpu", "1")).
+					Scheduled(false, workv1alpha2.BindingReasonNoClusterFit),
+				waiting("deleting", 1, list("cpu", "1", "memory", "1Gi")).Deleting(),
+			),
+			want: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
+					Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1},
+				Resources: []Resource{
+					{Name: "count/deployments.apps", Used: "2", Reserved: "0", Hard: "5", Available: "3", UsedPercent: 40},
+					{Name: "cpu", Used: "3500m", Reserved: "1", Hard: "10", Available: "5500m", UsedPercent: 35},
+					{Name: "pods", Used: "5", Reserved: "1", Hard: "20", Available: "14", UsedPercent: 25},
+					{Name: "requests.memory", Used: "3Gi", Reserved: "0", Hard: "20Gi", Available: "17Gi", UsedPercent: 15},
+				},
+				Clusters: []ClusterUsage{
+					{Cluster: "member1", Used: map[string]string{"cpu": "2", "requests.memory": "2Gi", "pods": "2"}},
+					{Cluster: "member2", Used: map[string]string{"cpu": "1500m", "requests.memory": "1Gi", "pods": "3"}},
+				},
+				Waiting: []Waiting{
+					{
+						Binding: "batch", Workload: deployment("batch"),
+						Asks:  Asks{Replicas: 8, PerReplica: map[string]string{"cpu": "1", "memory": "2Gi"}},
+						Needs: map[string]string{"cpu": "8", "requests.memory": "16Gi", "pods": "8"},
+						Short: []Shortfall{{Resource: "cpu", Need: "8", Available: "5500m", ShortBy: "2500m", Hard: "10"}},
+					},
+					{
+						Binding: "huge", Workload: deployment("huge"),
+						Asks:  Asks{Replicas: 30, PerReplica: map[string]string{"cpu": "100m", "memory": "1Mi"}},
+						Needs: map[string]string{"cpu": "3", "requests.memory": "30Mi", "pods": "30"},
+						Short: []Shortfall{{Resource: "pods", Need: "30", Available: "14", ShortBy: "16", Hard: "20", NeverFits: true}},
+					},
+					{
+						Binding: "scaled", Workload: deployment("scaled"),
+						Asks:  Asks{Replicas: 4, Placed: 2, PerReplica: map[string]string{"cpu": "1", "memory": "1Gi"}},
+						Needs: map[string]string{"cpu": "2", "requests.memory": "2Gi", "pods": "2"},
+					},
+					{
+						Binding: "small", Workload: deployment("small"),
+						Asks:  Asks{Replicas: 1, PerReplica: map[string]string{"cpu": "100m", "memory": "1Mi"}},
+						Needs: map[string]string{"cpu": "100m", "requests.memory": "1Mi", "pods": "1"},
+					},
+					{
+						Binding: "unrequested", Workload: deployment("unrequested"),
+						Asks:            Asks{Replicas: 1, PerReplica: map[string]string{"memory": "1Gi"}},
+						Needs:           map[string]string{"requests.memory": "1Gi", "pods": "1"},
+						MissingRequests: []string{"cpu"},
+					},
+				},
+			},
+		},
+		"a scoped quota: its scopes explained, and only the bindings of its priority class wait on it": {
+			quota: ready(utiltesting.MakeQuota("team-a", "gpu").Hard(list("nvidia.com/gpu", "2")).
+				Used(list("nvidia.com/gpu", "2")).
+				Scope(corev1.ScopeSelectorOpIn, "urgent", "high").Scope(corev1.ScopeSelectorOpExists), 1).Obj(),
+			bindings: bindings(
+				waiting("train", 4, list("cpu", "1", "nvidia.com/gpu", "1")).PriorityClass("high"),
+				waiting("low", 4, list("cpu", "1", "nvidia.com/gpu", "1")).PriorityClass("low"),
+			),
+			want: Quota{
+				Namespace: "team-a", Name: "gpu",
+				Scopes: []Scope{
+					{ScopeName: "PriorityClass", Operator: "In", Values: []string{"high", "urgent"},
+						Meaning: "Matches replicas whose PriorityClass is one of high, urgent."},
+					{ScopeName: "PriorityClass", Operator: "Exists", Meaning: "Matches replicas that name a PriorityClass."},
+				},
+				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
+					Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1},
+				Resources: []Resource{{Name: "nvidia.com/gpu", Used: "2", Reserved: "0", Hard: "2", Available: "0", UsedPercent: 100}},
+				Waiting: []Waiting{{
+					Binding: "train", Workload: deployment("train"),
+					Asks:  Asks{Replicas: 4, PerReplica: map[string]string{"cpu": "1", "nvidia.com/gpu": "1"}},
+					Needs: map[string]string{"nvidia.com/gpu": "4"},
+					Short: []Shortfall{{Resource: "nvidia.com/gpu", Need: "4", Available: "0", ShortBy: "4", Hard: "2", NeverFits: true}},
+				}},
+			},
+		},
+		"a quota the controller never saw: enforced from spec.hard, status none yet": {
+			quota: utiltesting.MakeQuota("team-a", "new").Hard(list("memory", "1536Mi")).Obj(),
+			want: Quota{
+				Namespace: "team-a", Name: "new",
+				Status:    Status{State: NoStatus, Ready: "Unknown", Generation: 1},
+				Resources: []Resource{{Name: "memory", Used: "0", Reserved: "0", Hard: "1536Mi", Available: "1536Mi"}},
+			},
+		},
+		"an invalid quota: the limits as written": {
+			quota: utiltesting.MakeQuota("team-a", "bad").Hard(list("cpu", "1", "requests.cpu", "2")).Obj(),
+			want: Quota{
+				Namespace: "team-a", Name: "bad",
+				Status: Status{State: NoStatus, Ready: "Unknown", Generation: 1},
+				Resources: []Resource{
+					{Name: "cpu", Used: "0", Reserved: "0", Hard: "1"},
+					{Name: "requests.cpu", Used: "0", Reserved: "0", Hard: "2"},
+				},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Describe(tc.quota, tc.bindings)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Describe (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	base := utiltesting.MakeQuota("team-a", "q").Hard(list("cpu", "1"))
+	notReady := base.Clone()
+	notReady.Status.ObservedGeneration = 1
+	notReady.Status.Conditions = []metav1.Condition{{Type: quotav1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: "InvalidSpec", Message: "quota q is invalid"}}
+	behind := ready(base.Clone(), 1)
+	behind.Generation = 2
+
+	cases := map[string]struct {
+		quota *quotav1alpha1.KarmadaQuota
+		want  Status
+	}{
+		"never computed": {quota: base.Obj(), want: Status{State: NoStatus, Ready: "Unknown", Generation: 1}},
+		"current":        {quota: ready(base.Clone(), 1).Obj(), want: Status{State: Current, Ready: "True", Reason: "Calculated", Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1}},
+		"spec changed since": {quota: behind.Obj(), want: Status{State: Behind, Ready: "True", Reason: "Calculated",
+			Message: "Usage recounted from the namespace's ResourceBindings", Generation: 2, ObservedGeneration: 1}},
+		"not ready": {quota: notReady.Obj(), want: Status{State: NotReady, Ready: "False", Reason: "InvalidSpec",
+			Message: "quota q is invalid", Generation: 1, ObservedGeneration: 1}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, StatusOf(tc.quota)); diff != "" {
+				t.Errorf("StatusOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPercent(t *testing.T) {
+	cases := map[string]struct {
+		used, hard, want int64
+	}{
+		"nothing used":                     {used: 0, hard: 10, want: 0},
+		"rounded down, 100 only when full": {used: 999, hard: 1000, want: 99},
+		"full":                             {used: 10, hard: 10, want: 100},
+		"over hard":                        {used: 15, hard: 10, want: 150},
+		"a hard of zero is full":           {used: 0, hard: 0, want: 100},
+		"exact where floats are not":       {used: 29, hard: 100, want: 29},
+		"bytes beyond int64 when × 100":    {used: math.MaxInt64 / 2, hard: math.MaxInt64, want: 49},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Percent(tc.used, tc.hard); got != tc.want {
+				t.Errorf("Percent(%d, %d) = %d, want %d", tc.used, tc.hard, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRows(t *testing.T) {
+	quotas := []quotav1alpha1.KarmadaQuota{
+		*ready(utiltesting.MakeQuota("team-b", "b").Hard(list("cpu", "2", "pods", "10")).Used(list("cpu", "1900m", "pods", "1")), 1).Obj(),
+		*utiltesting.MakeQuota("team-a", "a").Hard(list("cpu", "10")).Used(list("cpu", "5")).Obj(),
+	}
+	byName := Rows(quotas)
+	want := []Row{
+		{Namespace: "team-a", Quota: "a", Resource: "cpu", Used: "5", Reserved: "0", Hard: "10", UsedPercent: 50, Status: NoStatus},
+		{Namespace: "team-b", Quota: "b", Resource: "cpu", Used: "1900m", Reserved: "0", Hard: "2", UsedPercent: 95, Status: Current},
+		{Namespace: "team-b", Quota: "b", Resource: "pods", Used: "1", Reserved: "0", Hard: "10", UsedPercent: 10, Status: Current},
+	}
+	if diff := cmp.Diff(want, byName); diff != "" {
+		t.Errorf("Rows, by name (-want +got):\n%s", diff)
+	}
+	SortFullest(byName)
+	wantFullest := []Row{want[1], want[0], want[2]}
+	if diff := cmp.Diff(wantFullest, byName); diff != "" {
+		t.Errorf("Rows, fullest first (-want +got):\n%s", diff)
+	}
+}
+
+func TestExplain(t *testing.T) {
+	teamA := ready(utiltesting.MakeQuota("team-a", "team-a").
+		Hard(list("cpu", "10", "memory", "20Gi", "pods", "20", "count/deployments.apps", "5")).
+		Used(list("cpu", "3500m", "memory", "3Gi", "pods", "5", "count/deployments.apps", "2")), 1).Obj()
+	gpu := ready(utiltesting.MakeQuota("team-a", "gpu").Hard(list("nvidia.com/gpu", "2")).Used(list("nvidia.com/gpu", "0")).
+		Scope(corev1.ScopeSelectorOpIn, "high"), 1).Obj()
+	quotas := []quotav1alpha1.KarmadaQuota{*teamA, *gpu}
+	refused := "admission webhook \"resourcebinding.karmada-quota.io\" denied the request: exceeded quota: team-a, cpu: requested 8, used 3500m, reserved 0, hard 10"
+
+	batch := waiting("batch", 8, list("cpu", "1", "memory", "2Gi"))
+	batch.Status.Conditions[0].Message = refused
+	cases := map[string]struct {
+		binding *workv1alpha2.ResourceBinding
+		quotas  []quotav1alpha1.KarmadaQuota
+		want    Why
+	}{
+		"no binding": {
+			want: Why{Workload: deployment("web"), Verdict: NoBinding},
+		},
+		"not acted on by the scheduler yet": {
+			binding: utiltesting.MakeBinding("team-a", "web").Replicas(1).Obj(),
+			quotas:  quotas,
+			want:    Why{Workload: deployment("web"), Binding: "web", Verdict: NotScheduledYet, Asks: &Asks{Replicas: 1}},
+		},
+		"not scheduled for another reason": {
+			binding: utiltesting.MakeBinding("team-a", "web").Replicas(1).Scheduled(false, workv1alpha2.BindingReasonNoClusterFit).Obj(),
+			quotas:  quotas,
+			want: Why{Workload: deployment("web"), Binding: "web", Verdict: NotScheduled, Asks: &Asks{Replicas: 1},
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonNoClusterFit}},
+		},
+		"refused: short of cpu; the scoped quota does not select it": {
+			binding: batch.Obj(),
+			quotas:  quotas,
+			want: Why{
+				Workload: deployment("web"), Binding: "batch", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded, Message: refused},
+				Asks:      &Asks{Replicas: 8, PerReplica: map[string]string{"cpu": "1", "memory": "2Gi"}},
+				Refusals: []Refusal{{Quota: "team-a",
+					Short: []Shortfall{{Resource: "cpu", Need: "8", Available: "6500m", ShortBy: "1500m", Hard: "10"}}}},
+			},
+		},
+		"refused: can never fit under the scoped quota, and lacks a cpu request under the other": {
+			binding: waiting("train", 4, list("memory", "1Gi", "nvidia.com/gpu", "1")).PriorityClass("high").Obj(),
+			quotas:  quotas,
+			want: Why{
+				Workload: deployment("web"), Binding: "train", Verdict: QuotaExceeded, PriorityClass: "high",
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded},
+				Asks:      &Asks{Replicas: 4, PerReplica: map[string]string{"memory": "1Gi", "nvidia.com/gpu": "1"}},
+				Refusals: []Refusal{
+					{Quota: "gpu", Short: []Shortfall{{Resource: "nvidia.com/gpu", Need: "4", Available: "2", ShortBy: "2", Hard: "2", NeverFits: true}}},
+					{Quota: "team-a", MissingRequests: []string{"cpu"}},
+				},
+			},
+		},
+		"refused once, fits now": {
+			binding: waiting("small", 1, list("cpu", "1", "memory", "1Gi")).Obj(),
+			quotas:  quotas,
+			want: Why{
+				Workload: deployment("web"), Binding: "small", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded},
+				Asks:      &Asks{Replicas: 1, PerReplica: map[string]string{"cpu": "1", "memory": "1Gi"}},
+			},
+		},
+		"an invalid quota refuses everything": {
+			binding: waiting("small", 1, list("cpu", "1")).Obj(),
+			quotas:  []quotav1alpha1.KarmadaQuota{*utiltesting.MakeQuota("team-a", "bad").Hard(list("cpu", "1", "requests.cpu", "2")).Obj()},
+			want: Why{
+				Workload: deployment("web"), Binding: "small", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded},
+				Asks:      &Asks{Replicas: 1, PerReplica: map[string]string{"cpu": "1"}},
+				Refusals: []Refusal{{Quota: "bad",
+					Invalid: `quota bad is invalid: spec.hard: "cpu" and "requests.cpu" are the same resource (requests.cpu)`}},
+			},
+		},
+		"scheduled: charged per cluster by the unscoped quota, not by the scoped one": {
+			binding: utiltesting.MakeBinding("team-a", "web").Replicas(3).Requests(list("cpu", "500m", "memory", "1Gi")).
+				Cluster("member2", 1).Cluster("member1", 2).Scheduled(true, workv1alpha2.BindingReasonSuccess).Obj(),
+			quotas: quotas,
+			want: Why{
+				Workload: deployment("web"), Binding: "web", Verdict: Scheduled,
+				Condition: &Condition{Status: "True", Reason: workv1alpha2.BindingReasonSuccess},
+				Asks:      &Asks{Replicas: 3, Placed: 3, PerReplica: map[string]string{"cpu": "500m", "memory": "1Gi"}},
+				Charges: []Charge{
+					{Quota: "gpu"},
+					{Quota: "team-a", Selected: true,
+						Total: map[string]string{"count/deployments.apps": "1", "cpu": "1500m", "memory": "3Gi", "pods": "3"},
+						Clusters: []ClusterUsage{
+							{Cluster: "member1", Used: map[string]string{"cpu": "1", "memory": "2Gi", "pods": "2"}},
+							{Cluster: "member2", Used: map[string]string{"cpu": "500m", "memory": "1Gi", "pods": "1"}},
+						}},
+				},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Explain(deployment("web"), tc.binding, tc.quotas)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

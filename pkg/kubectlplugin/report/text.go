@@ -1,0 +1,404 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// The text below follows kubectl's conventions: `describe` blocks as kubectl/pkg/describe writes them ("Name:"
+// fields, two-space indentation levels, capitalised table headers over dashes, a tabwriter with minimum width 0,
+// tab width 8 and padding 2), and `list` tables as `kubectl get` writes them (upper-case headers,
+// printers.GetNewTabWriter). Everything the API returned goes through printers.WriteEscaped, as in kubectl, so
+// a condition message cannot move the terminal's cursor. kubectl's describe package itself is not imported: it
+// links every typed client of Kubernetes (7 MB) for a ten-line writer.
+
+// describeWriter writes one describe block; Flush aligns its columns.
+type describeWriter struct {
+	tw *tabwriter.Writer
+}
+
+func newDescribeWriter(out io.Writer) *describeWriter {
+	return &describeWriter{tw: tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)}
+}
+
+// line writes one line at an indentation level (two spaces each), as describe.PrefixWriter does.
+func (w *describeWriter) line(level int, format string, a ...any) {
+	_ = printers.WriteEscaped(w.tw, strings.Repeat("  ", level)+fmt.Sprintf(format, a...))
+}
+
+func (w *describeWriter) flush() error {
+	return w.tw.Flush()
+}
+
+// WriteQuotas renders quotas one after the other, separated as `kubectl describe` separates objects.
+func WriteQuotas(out io.Writer, quotas []Quota) error {
+	for i, q := range quotas {
+		if i > 0 {
+			if _, err := io.WriteString(out, "\n\n"); err != nil {
+				return err
+			}
+		}
+		if err := WriteQuota(out, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteQuota renders a quota in the shape of `kubectl describe resourcequota`: Name, Namespace, Scopes with their
+// meaning, then a Resource / Used / Reserved / Hard table sorted by resource name, then Karmada's additions: the
+// status's currency, use per member cluster, and the bindings waiting on the quota.
+func WriteQuota(out io.Writer, q Quota) error {
+	w := newDescribeWriter(out)
+	w.line(0, "Name:\t%s\n", q.Name)
+	w.line(0, "Namespace:\t%s\n", q.Namespace)
+	if len(q.Scopes) > 0 {
+		names := map[string]bool{}
+		var list []string
+		for _, s := range q.Scopes {
+			if !names[s.ScopeName] {
+				names[s.ScopeName] = true
+				list = append(list, s.ScopeName)
+			}
+		}
+		sort.Strings(list)
+		w.line(0, "Scopes:\t%s\n", strings.Join(list, ", "))
+		for _, s := range q.Scopes {
+			w.line(0, " * %s\n", s.Meaning)
+		}
+	}
+	w.line(0, "Status:\t%s\n", statusLine(q.Status))
+	w.line(0, "Resource\tUsed\tReserved\tHard\n")
+	w.line(0, "--------\t----\t--------\t----\n")
+	for _, r := range q.Resources {
+		w.line(0, "%s\t%s\t%s\t%s\n", r.Name, r.Used, r.Reserved, r.Hard)
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+
+	w = newDescribeWriter(out)
+	if len(q.Clusters) == 0 {
+		w.line(0, "Usage per member cluster:\t<none>\n")
+	} else {
+		w.line(0, "Usage per member cluster:\n")
+		w.line(1, "Cluster\tResource\tUsed\n")
+		w.line(1, "-------\t--------\t----\n")
+		for _, c := range q.Clusters {
+			for _, name := range sortedKeys(c.Used) {
+				w.line(1, "%s\t%s\t%s\n", c.Cluster, name, c.Used[name])
+			}
+		}
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+
+	w = newDescribeWriter(out)
+	switch {
+	case q.WaitingUnknown != "":
+		w.line(0, "Bindings waiting on this quota:\t<unknown: %s>\n", q.WaitingUnknown)
+	case len(q.Waiting) == 0:
+		w.line(0, "Bindings waiting on this quota:\t<none>\n")
+	default:
+		w.line(0, "Bindings waiting on this quota:\n")
+		w.line(1, "Binding\tWorkload\tAsks for\tMissing here\n")
+		w.line(1, "-------\t--------\t--------\t------------\n")
+		for _, b := range q.Waiting {
+			w.line(1, "%s\t%s/%s\t%s\t%s\n", b.Binding, b.Workload.Kind, b.Workload.Name, asksText(b.Asks, b.Needs), missingText(b.Short, b.MissingRequests))
+		}
+	}
+	return w.flush()
+}
+
+// statusLine says in words whether the figures are current.
+func statusLine(s Status) string {
+	switch s.State {
+	case Current:
+		return fmt.Sprintf("status is current (Ready, observed generation %d)", s.ObservedGeneration)
+	case Behind:
+		return fmt.Sprintf("status is behind spec: the controller has not caught up (observed generation %d, spec generation %d)",
+			s.ObservedGeneration, s.Generation)
+	case NotReady:
+		return fmt.Sprintf("status is not ready (%s): %s", s.Reason, s.Message)
+	}
+	return "no status yet: the controller has not computed one (is quota-controller running?)"
+}
+
+// asksText renders what a waiting binding asks for: replicas × each replica's requests, and what is placed
+// already; a workload without replicas (a Service, a ConfigMap) by what it needs.
+func asksText(a Asks, needs map[string]string) string {
+	var s string
+	switch {
+	case len(a.Components) > 0:
+		parts := make([]string, len(a.Components))
+		for i, c := range a.Components {
+			parts[i] = fmt.Sprintf("%s %d × (%s)", c.Name, c.Replicas, amounts(c.PerReplica))
+		}
+		s = strings.Join(parts, " + ")
+	case a.Replicas > 0 && len(a.PerReplica) > 0:
+		s = fmt.Sprintf("%d × (%s)", a.Replicas, amounts(a.PerReplica))
+	case a.Replicas > 0:
+		s = fmt.Sprintf("%d × (no requests)", a.Replicas)
+	default:
+		return amounts(needs)
+	}
+	if a.Placed > 0 {
+		s += fmt.Sprintf(", %d placed", a.Placed)
+	}
+	return s
+}
+
+// missingText renders what a quota lacks for a binding: each short resource by how much, whether it can ever
+// fit, and any request a limited resource needs.
+func missingText(short []Shortfall, missingRequests []string) string {
+	var parts []string
+	for _, s := range short {
+		p := fmt.Sprintf("%s %s", s.Resource, s.ShortBy)
+		if s.NeverFits {
+			p += fmt.Sprintf(" (can never fit: needs %s, hard %s)", s.Need, s.Hard)
+		}
+		parts = append(parts, p)
+	}
+	if len(missingRequests) > 0 {
+		parts = append(parts, "requests for "+strings.Join(missingRequests, ", "))
+	}
+	if len(parts) == 0 {
+		return "nothing: fits here (another quota refuses it, or it is about to be requeued)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func amounts(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, name := range sortedKeys(m) {
+		parts = append(parts, name+" "+m[name])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteRows renders `list` and `top` as `kubectl get` renders a table; the namespace column only across
+// namespaces, as kubectl does.
+func WriteRows(out io.Writer, rows []Row, withNamespace bool) error {
+	tw := printers.GetNewTabWriter(out)
+	header := "QUOTA\tRESOURCE\tUSED\tHARD\tUSED%\tSTATUS\n"
+	if withNamespace {
+		header = "NAMESPACE\t" + header
+	}
+	if _, err := io.WriteString(tw, header); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%d%%\t%s\n", r.Quota, r.Resource, r.Used, r.Hard, r.UsedPercent, r.Status)
+		if withNamespace {
+			line = r.Namespace + "\t" + line
+		}
+		if err := printers.WriteEscaped(tw, line); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// WriteWhy renders what `why` found: a describe block about the workload and its binding, a verdict in one
+// line, then a table per refusing quota (or per charging quota).
+func WriteWhy(out io.Writer, why Why) error {
+	w := newDescribeWriter(out)
+	wl := why.Workload
+	w.line(0, "Workload:\t%s %s/%s\n", wl.Kind, wl.Namespace, wl.Name)
+	if why.Binding != "" {
+		w.line(0, "Binding:\t%s\n", why.Binding)
+	} else {
+		w.line(0, "Binding:\t<none>\n")
+	}
+	if c := why.Condition; c != nil {
+		w.line(0, "Scheduled:\t%s (%s)\n", c.Status, c.Reason)
+		if c.Message != "" {
+			w.line(0, "Message:\t%s\n", c.Message)
+		}
+	} else if why.Binding != "" {
+		w.line(0, "Scheduled:\t<no condition>\n")
+	}
+	if why.Asks != nil {
+		w.line(0, "Asks for:\t%s\n", asksLine(*why.Asks))
+	}
+	w.line(0, "Verdict:\t%s\n", verdictLine(why))
+	if err := w.flush(); err != nil {
+		return err
+	}
+
+	for _, r := range why.Refusals {
+		w := newDescribeWriter(out)
+		w.line(0, "\n")
+		if r.Invalid != "" {
+			w.line(0, "Quota %s is invalid, so every binding write in the namespace is refused: %s\n", r.Quota, r.Invalid)
+			if err := w.flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		w.line(0, "Quota %s refuses it:\n", r.Quota)
+		if len(r.Short) > 0 {
+			w.line(1, "Resource\tNeed\tAvailable\tShort by\tHard\tCan fit\n")
+			w.line(1, "--------\t----\t---------\t--------\t----\t-------\n")
+			for _, s := range r.Short {
+				fit := "once usage drops by " + s.ShortBy
+				if s.NeverFits {
+					fit = "never: the need alone exceeds hard"
+				}
+				w.line(1, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Resource, s.Need, s.Available, s.ShortBy, s.Hard, fit)
+			}
+		}
+		if len(r.MissingRequests) > 0 {
+			w.line(1, "It places replicas without requests for %s, which the quota limits: set them in the workload's pod template.\n",
+				strings.Join(r.MissingRequests, ", "))
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+
+	for _, c := range why.Charges {
+		w := newDescribeWriter(out)
+		w.line(0, "\n")
+		switch {
+		case !c.Selected:
+			class := "none"
+			if why.PriorityClass != "" {
+				class = why.PriorityClass
+			}
+			w.line(0, "Quota %s does not charge it: its scope does not select the workload's priority class (%s).\n", c.Quota, class)
+		case len(c.Total) == 0:
+			w.line(0, "Quota %s charges it nothing: it limits nothing the workload uses.\n", c.Quota)
+		default:
+			w.line(0, "Quota %s charges it:\n", c.Quota)
+			header, dashes := "Resource\tTotal", "--------\t-----"
+			for _, cl := range c.Clusters {
+				header += "\t" + cl.Cluster
+				dashes += "\t" + strings.Repeat("-", len(cl.Cluster))
+			}
+			w.line(1, "%s\n", header)
+			w.line(1, "%s\n", dashes)
+			for _, name := range sortedKeys(c.Total) {
+				row := name + "\t" + c.Total[name]
+				for _, cl := range c.Clusters {
+					v, ok := cl.Used[name]
+					if !ok {
+						// Object counts are federation-wide, not per cluster.
+						v = "-"
+					}
+					row += "\t" + v
+				}
+				w.line(1, "%s\n", row)
+			}
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asksLine renders what a workload asks for, and what is placed.
+func asksLine(a Asks) string {
+	var s string
+	switch {
+	case len(a.Components) > 0:
+		parts := make([]string, len(a.Components))
+		for i, c := range a.Components {
+			parts[i] = fmt.Sprintf("%s %d × (%s)", c.Name, c.Replicas, amounts(c.PerReplica))
+		}
+		s = strings.Join(parts, " + ") + " on each cluster"
+	case len(a.PerReplica) > 0:
+		s = fmt.Sprintf("%s × (%s)", replicas(a.Replicas), amounts(a.PerReplica))
+	default:
+		s = replicas(a.Replicas) + ", no requests"
+	}
+	if a.Placed == 0 {
+		return s + ", none placed"
+	}
+	return s + fmt.Sprintf(", %d placed", a.Placed)
+}
+
+func replicas(n int32) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
+}
+
+// verdictLine answers the question in one line.
+func verdictLine(why Why) string {
+	switch why.Verdict {
+	case NoBinding:
+		return "no ResourceBinding binds it: no PropagationPolicy selects it, so Karmada does not schedule it and no quota is involved"
+	case NotScheduledYet:
+		return "not scheduled yet: the scheduler has not acted on its binding"
+	case NotScheduled:
+		return "not scheduled, for a reason other than quota (see Scheduled and Message)"
+	case Scheduled:
+		var charging []string
+		for _, c := range why.Charges {
+			if c.Selected && len(c.Total) > 0 {
+				charging = append(charging, c.Quota)
+			}
+		}
+		if len(charging) == 0 {
+			return "scheduled; no quota charges it"
+		}
+		return "scheduled; charged by " + quotasPhrase(charging)
+	}
+	// QuotaExceeded.
+	if len(why.Refusals) == 0 {
+		return "refused by quota at the scheduler's last attempt, but no quota refuses it now: usage dropped since, and the controller requeues it"
+	}
+	names := make([]string, len(why.Refusals))
+	for i, r := range why.Refusals {
+		names[i] = r.Quota
+	}
+	verb := "refuses"
+	if len(names) > 1 {
+		verb = "refuse"
+	}
+	return fmt.Sprintf("not scheduled: %s %s it; %s", quotasPhrase(names), verb, outlook(why.Refusals))
+}
+
+// outlook says what it takes for a refused workload to fit, the hardest obstacle first.
+func outlook(refusals []Refusal) string {
+	var invalid, never, unrequested []string
+	for _, r := range refusals {
+		if r.Invalid != "" {
+			invalid = append(invalid, r.Quota)
+		}
+		if len(r.MissingRequests) > 0 {
+			unrequested = append(unrequested, r.Quota)
+		}
+		for _, s := range r.Short {
+			if s.NeverFits {
+				never = append(never, r.Quota)
+				break
+			}
+		}
+	}
+	switch {
+	case len(invalid) > 0:
+		return "nothing fits until " + strings.Join(invalid, ", ") + " is fixed"
+	case len(never) > 0:
+		return "it can never fit under " + strings.Join(never, ", ") + ": its need alone exceeds hard"
+	case len(unrequested) > 0:
+		return "its replicas must request what " + strings.Join(unrequested, ", ") + " limits"
+	}
+	return "it fits once usage drops"
+}
+
+func quotasPhrase(names []string) string {
+	if len(names) == 1 {
+		return "quota " + names[0]
+	}
+	return "quotas " + strings.Join(names, ", ")
+}

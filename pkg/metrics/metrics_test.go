@@ -1,0 +1,303 @@
+package metrics
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// webhookFamilies and controllerFamilies are the karmada_quota_* families each binary exports: a new metric must be
+// added to the binary that produces it, and only there.
+var (
+	webhookFamilies = []string{
+		"karmada_quota_admission_batch_retries_total",
+		"karmada_quota_admission_batch_size",
+		"karmada_quota_admission_duration_seconds",
+		"karmada_quota_admission_requests_total",
+		"karmada_quota_reservations_rolled_back_total",
+		"karmada_quota_reservations_written_total",
+		"karmada_quota_status_write_conflicts_total",
+	}
+	controllerFamilies = []string{
+		"karmada_quota_bindings_requeued_total",
+		"karmada_quota_bindings_unclassified",
+		"karmada_quota_bindings_waiting",
+		"karmada_quota_bindings_waiting_oldest_timestamp_seconds",
+		"karmada_quota_cluster_used",
+		"karmada_quota_drift_repaired_total",
+		"karmada_quota_hard",
+		"karmada_quota_metadata_generation",
+		"karmada_quota_reconcile_duration_seconds",
+		"karmada_quota_reservations_expired_total",
+		"karmada_quota_reservations_settled_total",
+		"karmada_quota_reserved",
+		"karmada_quota_status_observed_generation",
+		"karmada_quota_status_ready",
+		"karmada_quota_status_write_conflicts_total",
+		"karmada_quota_used",
+		"karmada_quota_webhook_ca_bundle_updates_total",
+		"karmada_quota_webhook_certificate_expiration_timestamp_seconds",
+		"karmada_quota_webhook_certificate_renewals_total",
+	}
+)
+
+type fakeQuotas []QuotaSnapshot
+
+func (f fakeQuotas) Snapshots() []QuotaSnapshot { return f }
+
+type fakeStoredQuotas []StoredQuota
+
+func (f fakeStoredQuotas) StoredQuotas() []StoredQuota { return f }
+
+// teamQuota is one quota as the leader exports it: two limits, one member cluster, one binding waiting.
+var teamQuota = QuotaSnapshot{
+	Namespace: "team-a", Name: "team",
+	Hard:          map[string]float64{"cpu": 10, "pods": 20},
+	Used:          map[string]float64{"cpu": 1.5, "pods": 3},
+	Reserved:      map[string]float64{"cpu": 0.5, "pods": 1},
+	Clusters:      map[string]map[string]float64{"member1": {"cpu": 1.5, "pods": 3}},
+	Waiting:       1,
+	OldestWaiting: time.Unix(1700000000, 0),
+}
+
+// webhookRegistry is what quota-webhook serves on /metrics, karmada_quota_* only: its registration alone, as the
+// binary does it, before any request.
+func webhookRegistry(t *testing.T) prometheus.Gatherer {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	registerWebhook(reg)
+	return reg
+}
+
+// controllerRegistry is what quota-controller serves on /metrics, karmada_quota_* only: RegisterController into
+// controller-runtime's registry, as the binary does it, with a quota and a certificate known so that every
+// family it can export shows. Nothing else in this package's tests registers there.
+func controllerRegistry(t *testing.T) prometheus.Gatherer {
+	t.Helper()
+	RegisterController()
+	SetQuotaSource(fakeQuotas{teamQuota})
+	SetStoredQuotaSource(fakeStoredQuotas{{Namespace: "team-a", Name: "team", Generation: 2, ObservedGeneration: 2, Ready: true}})
+	t.Cleanup(func() {
+		SetQuotaSource(nil)
+		SetStoredQuotaSource(nil)
+	})
+	ReportCertificateExpiration(ServingCertificate, time.Unix(1800000000, 0))
+	CertificateRenewed(ServingCertificate)
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		families, err := ctrlmetrics.Registry.Gather()
+		var ours []*dto.MetricFamily
+		for _, f := range families {
+			if strings.HasPrefix(f.GetName(), namespace+"_") {
+				ours = append(ours, f)
+			}
+		}
+		return ours, err
+	})
+}
+
+func familyNames(t *testing.T, g prometheus.Gatherer) []string {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestEachBinaryExportsItsOwnSeries checks the exact karmada_quota_* families of each binary: the webhook no longer
+// exports the controller's counters stuck at zero, and a new metric cannot leak into the wrong binary.
+func TestEachBinaryExportsItsOwnSeries(t *testing.T) {
+	if diff := cmp.Diff(webhookFamilies, familyNames(t, webhookRegistry(t))); diff != "" {
+		t.Errorf("quota-webhook's families (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(controllerFamilies, familyNames(t, controllerRegistry(t))); diff != "" {
+		t.Errorf("quota-controller's families (-want +got):\n%s", diff)
+	}
+}
+
+// TestSeriesAtZeroFromTheStart: a webhook exports its admissions and conflicts at zero before its first request
+// (KarmadaQuotaWebhookDown takes their absence as the webhook being down), and each binary its own writer label
+// only.
+func TestSeriesAtZeroFromTheStart(t *testing.T) {
+	families, err := webhookRegistry(t).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range families {
+		switch f.GetName() {
+		case "karmada_quota_admission_requests_total", "karmada_quota_status_write_conflicts_total":
+			for _, m := range f.GetMetric() {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+				got = append(got, f.GetName()+"{"+strings.Join(labels, ",")+"}")
+			}
+		}
+	}
+	sort.Strings(got)
+	want := []string{
+		"karmada_quota_admission_requests_total{kind=KarmadaQuota,operation=CREATE,reason=,result=allowed}",
+		"karmada_quota_admission_requests_total{kind=KarmadaQuota,operation=UPDATE,reason=,result=allowed}",
+		"karmada_quota_admission_requests_total{kind=ResourceBinding,operation=CREATE,reason=,result=allowed}",
+		"karmada_quota_admission_requests_total{kind=ResourceBinding,operation=UPDATE,reason=,result=allowed}",
+		"karmada_quota_status_write_conflicts_total{writer=webhook}",
+	}
+	// The controller's writer label is created by the controller's registration, which another test of this
+	// package may have run in this process; the webhook's own registry must hold at least the webhook's.
+	got = without(got, "karmada_quota_status_write_conflicts_total{writer=controller}")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series at zero (-want +got):\n%s", diff)
+	}
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestRegisterTwice: a process running both the webhook and the controller registers their shared series once,
+// without a panic; a different collector under a taken name still fails loudly.
+func TestRegisterTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	registerWebhook(reg)
+	registerController(reg)
+	registerWebhook(reg)
+
+	clash := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "reservations_written_total", Help: "Another."})
+	defer func() {
+		if recover() == nil {
+			t.Error("registering another collector under a taken name did not panic")
+		}
+	}()
+	register(reg, clash)
+}
+
+func TestQuotaCollector(t *testing.T) {
+	idle := teamQuota
+	idle.Name, idle.Waiting, idle.OldestWaiting = "idle", 0, time.Time{}
+	idle.Clusters = nil
+	scoped := teamQuota
+	scoped.Name, scoped.Unclassified = "scoped", 2
+	c := &quotaCollector{}
+	c.source = fakeQuotas{teamQuota, idle, scoped}
+	want := `
+# HELP karmada_quota_bindings_unclassified Bindings of a PriorityClass-scoped quota's namespace whose priority class could not be read, as of the last recount: the quota does not count them.
+# TYPE karmada_quota_bindings_unclassified gauge
+karmada_quota_bindings_unclassified{namespace="team-a",quota="idle"} 0
+karmada_quota_bindings_unclassified{namespace="team-a",quota="scoped"} 2
+karmada_quota_bindings_unclassified{namespace="team-a",quota="team"} 0
+# HELP karmada_quota_bindings_waiting Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.
+# TYPE karmada_quota_bindings_waiting gauge
+karmada_quota_bindings_waiting{namespace="team-a",quota="idle"} 0
+karmada_quota_bindings_waiting{namespace="team-a",quota="scoped"} 1
+karmada_quota_bindings_waiting{namespace="team-a",quota="team"} 1
+# HELP karmada_quota_bindings_waiting_oldest_timestamp_seconds When the longest-waiting binding counted in bindings_waiting was refused (its Scheduled condition's lastTransitionTime), as Unix time. Absent when none waits.
+# TYPE karmada_quota_bindings_waiting_oldest_timestamp_seconds gauge
+karmada_quota_bindings_waiting_oldest_timestamp_seconds{namespace="team-a",quota="scoped"} 1.7e+09
+karmada_quota_bindings_waiting_oldest_timestamp_seconds{namespace="team-a",quota="team"} 1.7e+09
+# HELP karmada_quota_cluster_used Observed usage against a quota in one member cluster, in base units.
+# TYPE karmada_quota_cluster_used gauge
+karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 1.5
+karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="scoped",resource="pods"} 3
+karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="team",resource="cpu"} 1.5
+karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="team",resource="pods"} 3
+# HELP karmada_quota_hard Hard limit of a quota, in base units.
+# TYPE karmada_quota_hard gauge
+karmada_quota_hard{namespace="team-a",quota="idle",resource="cpu"} 10
+karmada_quota_hard{namespace="team-a",quota="idle",resource="pods"} 20
+karmada_quota_hard{namespace="team-a",quota="scoped",resource="cpu"} 10
+karmada_quota_hard{namespace="team-a",quota="scoped",resource="pods"} 20
+karmada_quota_hard{namespace="team-a",quota="team",resource="cpu"} 10
+karmada_quota_hard{namespace="team-a",quota="team",resource="pods"} 20
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"karmada_quota_bindings_unclassified", "karmada_quota_bindings_waiting", "karmada_quota_bindings_waiting_oldest_timestamp_seconds",
+		"karmada_quota_cluster_used", "karmada_quota_hard"); err != nil {
+		t.Error(err)
+	}
+
+	// A process whose controller never set a source (or a standby) exports nothing.
+	if n := testutil.CollectAndCount(&quotaCollector{}); n != 0 {
+		t.Errorf("a collector without a source exported %d series, want none", n)
+	}
+}
+
+func TestStoredQuotaCollector(t *testing.T) {
+	c := &storedQuotaCollector{}
+	c.source = fakeStoredQuotas{
+		{Namespace: "team-a", Name: "current", Generation: 2, ObservedGeneration: 2, Ready: true},
+		{Namespace: "team-a", Name: "invalid", Generation: 3, ObservedGeneration: 1},
+	}
+	want := `
+# HELP karmada_quota_metadata_generation metadata.generation of a quota, as this controller replica's cache holds it.
+# TYPE karmada_quota_metadata_generation gauge
+karmada_quota_metadata_generation{namespace="team-a",quota="current"} 2
+karmada_quota_metadata_generation{namespace="team-a",quota="invalid"} 3
+# HELP karmada_quota_status_observed_generation status.observedGeneration of a quota, as this controller replica's cache holds it; behind metadata_generation while a spec change is not counted yet.
+# TYPE karmada_quota_status_observed_generation gauge
+karmada_quota_status_observed_generation{namespace="team-a",quota="current"} 2
+karmada_quota_status_observed_generation{namespace="team-a",quota="invalid"} 1
+# HELP karmada_quota_status_ready 1 when a quota's Ready condition is True, else 0, as this controller replica's cache holds it.
+# TYPE karmada_quota_status_ready gauge
+karmada_quota_status_ready{namespace="team-a",quota="current"} 1
+karmada_quota_status_ready{namespace="team-a",quota="invalid"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(&storedQuotaCollector{}); n != 0 {
+		t.Errorf("a collector without a source exported %d series, want none", n)
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	requests := AdmissionRequests.WithLabelValues(KindResourceBinding, "UPDATE", ResultDenied, "QuotaExceeded")
+	// Gone afterwards: the other tests read the series a webhook exports from its start.
+	t.Cleanup(func() {
+		AdmissionRequests.DeleteLabelValues(KindResourceBinding, "UPDATE", ResultDenied, "QuotaExceeded")
+	})
+	decisions := AdmissionDuration.WithLabelValues(KindResourceBinding, "UPDATE").(prometheus.Histogram)
+	before, beforeCount := testutil.ToFloat64(requests), sampleCount(t, decisions)
+	ObserveAdmission(KindResourceBinding, "UPDATE", ResultDenied, "QuotaExceeded", 20*time.Millisecond)
+	if got := testutil.ToFloat64(requests) - before; got != 1 {
+		t.Errorf("admission requests grew by %v, want 1", got)
+	}
+	if got := sampleCount(t, decisions) - beforeCount; got != 1 {
+		t.Errorf("admission durations grew by %v, want 1", got)
+	}
+
+	conflicts := StatusConflicts.WithLabelValues(WriterController)
+	before = testutil.ToFloat64(conflicts)
+	StatusWriteConflict(WriterController)
+	if got := testutil.ToFloat64(conflicts) - before; got != 1 {
+		t.Errorf("controller conflicts grew by %v, want 1", got)
+	}
+}
+
+func sampleCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}

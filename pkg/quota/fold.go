@@ -1,0 +1,91 @@
+package quota
+
+import (
+	"sort"
+	"time"
+
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+)
+
+// MaxReservations is the most reservations a quota's status lists one by one; the CRD schema holds the list to it
+// (maxItems). Beyond it the webhook folds the oldest into one sum (Folded), so a burst into one namespace while the
+// controller is away keeps the object far below what the apiserver stores: etcd refuses a request over 1.5 MiB, and
+// a quota that can no longer be written refuses every admission in its namespace with an error that is not
+// QuotaExceeded.
+//
+// Sized from measurement (test/integration/burst; docs/performance.md, "How big a quota's status gets"):
+//   - Bytes: a reservation takes 241 bytes of JSON for a short binding name and two resources, 633 at worst (a
+//     253-character name, eight limited resources); the apiserver stored 6,523 of the first kind in one quota and
+//     refused one more ("etcdserver: request is too large", at 1.5 MiB). 250 of the worst kind, with a hundred
+//     member clusters in the same status, take a fifth of that.
+//   - CPU, which binds first: every status write carries the whole list, and the apiserver spends about a quarter
+//     of a millisecond of CPU per listed reservation on each (3.6 ms for the write itself, 2-core machine). At 1000
+//     listed, a burst of 10,000 placements into one namespace with the controller away timed out hundreds of
+//     admissions on their status write; at 250 every one was answered.
+//   - Headroom: the longest list the benchmark's hot quota reached with the controller running, at 200
+//     admissions per second into one namespace on a saturated machine, was about 100.
+const MaxReservations = 250
+
+// Folded is the sum of reservations folded out of the list: it charges the quota until the last of them expires.
+// A folded reservation can no longer be settled one by one (its binding and generation are gone), so once its
+// write is observed it is charged twice, in used and here, until the sum expires: conservative, never an
+// over-admission. At expiry every folded write has either been observed or can no longer happen, the same
+// reasoning by which a single reservation expires.
+type Folded struct {
+	// Count is how many reservations were folded in.
+	Count   int64
+	Amount  resources.List
+	Expires time.Time
+}
+
+// Folded returns the folded sum; Count is 0 when nothing is folded.
+func (l *Ledger) Folded() Folded {
+	return Folded{Count: l.folded.Count, Amount: l.folded.Amount.Clone(), Expires: l.folded.Expires}
+}
+
+// Fold folds the oldest reservations (earliest expiry) into the folded sum until at most max remain listed, and
+// returns how many it folded. The oldest go first because a repeated admission of the same write (the apiserver
+// retrying it) comes within seconds and should find its key; a repeated admission of a folded key charges again,
+// which is conservative.
+func (l *Ledger) Fold(max int) int {
+	n := len(l.reservations) - max
+	if n <= 0 {
+		return 0
+	}
+	sort.SliceStable(l.reservations, func(i, j int) bool {
+		a, b := l.reservations[i], l.reservations[j]
+		if !a.Expires.Equal(b.Expires) {
+			return a.Expires.Before(b.Expires)
+		}
+		if a.Owner.UID != b.Owner.UID {
+			return a.Owner.UID < b.Owner.UID
+		}
+		return a.Generation < b.Generation
+	})
+	if l.folded.Amount == nil {
+		l.folded.Amount = resources.List{}
+	}
+	for _, r := range l.reservations[:n] {
+		l.folded.Count++
+		l.folded.Amount.Add(r.Amount)
+		if r.Expires.After(l.folded.Expires) {
+			l.folded.Expires = r.Expires
+		}
+	}
+	// The sum moves from the list to folded; reserved, their total, stays the same.
+	l.reservations = append(l.reservations[:0:0], l.reservations[n:]...)
+	return n
+}
+
+// ExpireFolded drops the folded sum once it has expired (strictly after its expiry, as a single reservation), and
+// returns what it dropped. Call it only with a synced binding cache behind used: the folded writes that happened
+// must be counted there before their charge goes.
+func (l *Ledger) ExpireFolded(now time.Time) (Folded, bool) {
+	if l.folded.Count == 0 || !now.After(l.folded.Expires) {
+		return Folded{}, false
+	}
+	dropped := l.folded
+	l.reserved.Sub(dropped.Amount)
+	l.folded = Folded{}
+	return dropped, true
+}

@@ -1,0 +1,23 @@
+package usage
+
+import (
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Wanted is what rb would use with every replica it asks for (spec.replicas) placed as one set on one cluster: a
+// Divided placement, the cheapest Karmada can choose. A Duplicated placement uses this on every cluster it lists,
+// and its admission decides. A multi-component binding places one full set of its components.
+func Wanted(rb *workv1alpha2.ResourceBinding) (Usage, error) {
+	wanted := rb.DeepCopy()
+	wanted.Spec.Clusters = []workv1alpha2.TargetCluster{{Name: "any", Replicas: rb.Spec.Replicas}}
+	return Of(wanted)
+}
+
+// WaitingForQuota reports whether the scheduler's last placement attempt for rb was refused by a quota: Karmada's
+// scheduler turns a 403 QuotaExceeded into Scheduled=False with reason QuotaExceeded.
+func WaitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
+	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonQuotaExceeded
+}

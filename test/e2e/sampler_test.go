@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	"github.com/karmada-quota/karmada-quota/test/localkarmada"
+)
+
+// admissionSampler reads the quota and the bindings until stopped, recording the worst moment seen: what the
+// quota had admitted (used + reserved) and what the bindings had placed, for every resource the quota limits.
+// Neither may ever exceed hard, whatever fails meanwhile. maxAdmitted and maxPlaced keep the two figures the burst
+// specs read: admitted CPU (milli-CPU) and placed replicas.
+type admissionSampler struct {
+	samples, maxAdmitted, maxPlaced atomic.Int64
+	// unreadable counts the ticks at which the quota or the bindings could not be read (the karmada-apiserver was
+	// down or busy): no sample, the next one tells.
+	unreadable atomic.Int64
+
+	mu sync.Mutex
+	// admitted and placed are the largest used + reserved, and the largest sum over the bindings, seen for each
+	// limited resource; hard is spec.hard when last read.
+	admitted, placed, hard resources.List
+
+	stop      chan struct{}
+	finishing sync.Once
+	done      chan struct{}
+}
+
+func sampleAdmissions(ns, quota string) *admissionSampler {
+	s := &admissionSampler{
+		admitted: resources.List{}, placed: resources.List{}, hard: resources.List{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		defer GinkgoRecover()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			q := &quotav1alpha1.KarmadaQuota{}
+			var bindings workv1alpha2.ResourceBindingList
+			if karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: quota}, q) != nil ||
+				karmada.List(ctx, &bindings, client.InNamespace(ns)) != nil {
+				s.unreadable.Add(1)
+				continue
+			}
+			s.record(q, bindings.Items)
+		}
+	}()
+	return s
+}
+
+func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) {
+	hard, err := resources.Parse(q.Spec.Hard)
+	if err != nil {
+		return
+	}
+	admitted, err := resources.Parse(q.Status.Used)
+	if err != nil {
+		return
+	}
+	reserved, err := resources.Parse(q.Status.Reserved)
+	if err != nil {
+		return
+	}
+	admitted.Add(reserved)
+	sel, err := usage.NewSelector(q.Spec.ScopeSelector)
+	if err != nil {
+		return
+	}
+	placed := resources.List{}
+	var replicas int64
+	for i := range bindings {
+		replicas += int64(placedReplicas(&bindings[i]))
+		u, err := usage.Of(&bindings[i])
+		if err != nil {
+			continue // a malformed binding: the controller reports it; it counts nothing here either
+		}
+		placed.Add(u.Charge(sel).Total)
+	}
+	s.samples.Add(1)
+	s.maxAdmitted.Store(max(s.maxAdmitted.Load(), admitted["requests.cpu"]))
+	s.maxPlaced.Store(max(s.maxPlaced.Load(), replicas))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hard = hard
+	for name := range hard {
+		s.admitted[name] = max(s.admitted[name], admitted[name])
+		s.placed[name] = max(s.placed[name], placed[name])
+	}
+}
+
+// worst returns, per limited resource, the largest used + reserved and the largest placed seen, and hard.
+func (s *admissionSampler) worst() (admitted, placed, hard resources.List) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admitted.Clone(), s.placed.Clone(), s.hard.Clone()
+}
+
+func (s *admissionSampler) finish() {
+	s.finishing.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// schedulingObserver watches a namespace's bindings and counts the scheduler's outcomes as Karmada reports them in
+// each binding's Scheduled condition: placements scheduled, refused by the quota (QuotaExceeded), and failed for
+// another reason (a webhook that could not be reached, a cluster that does not fit), which the scheduler retries.
+// A condition is counted once per change, so an informer's relist after a restart counts nothing twice; two
+// outcomes between two observations count as one.
+type schedulingObserver struct {
+	mu                         sync.Mutex
+	last                       map[types.UID]string
+	scheduled, refused, failed int
+	// failures counts the other outcomes by reason, with the first messages seen.
+	failures        map[string]int
+	failureMessages []string
+	stop            context.CancelFunc
+}
+
+var silenceControllerRuntime sync.Once
+
+func observeScheduling(ns string) *schedulingObserver {
+	GinkgoHelper()
+	o := &schedulingObserver{last: map[types.UID]string{}, failures: map[string]int{}}
+	// The informer logs through controller-runtime's logger, which the suite otherwise never sets.
+	silenceControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+	cfg, err := localkarmada.RESTConfig(env.Karmada.Kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	informers, err := crcache.New(cfg, crcache.Options{
+		Scheme: localkarmada.Scheme, DefaultNamespaces: map[string]crcache.Config{ns: {}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	informer, err := informers.GetInformer(ctx, &workv1alpha2.ResourceBinding{})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    o.observe,
+		UpdateFunc: func(_, obj any) { o.observe(obj) },
+	})
+	Expect(err).NotTo(HaveOccurred())
+	watchCtx, stop := context.WithCancel(ctx)
+	o.stop = stop
+	go func() { _ = informers.Start(watchCtx) }()
+	Expect(informers.WaitForCacheSync(ctx)).To(BeTrue())
+	return o
+}
+
+func (o *schedulingObserver) observe(obj any) {
+	rb, ok := obj.(*workv1alpha2.ResourceBinding)
+	if !ok {
+		return
+	}
+	cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+	if cond == nil {
+		return
+	}
+	// A success is told from the previous one by the generation it scheduled and when; a refusal by its message,
+	// which names the amounts.
+	key := fmt.Sprintf("%s/%s/%s/%d/%v", cond.Status, cond.Reason, cond.Message, rb.Status.SchedulerObservedGeneration, rb.Status.LastScheduledTime)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.last[rb.UID] == key {
+		return
+	}
+	o.last[rb.UID] = key
+	switch {
+	case cond.Status == metav1.ConditionTrue:
+		o.scheduled++
+	case cond.Reason == workv1alpha2.BindingReasonQuotaExceeded:
+		o.refused++
+	default:
+		o.failed++
+		o.failures[cond.Reason]++
+		if len(o.failureMessages) < 5 {
+			o.failureMessages = append(o.failureMessages, rb.Name+": "+cond.Reason+": "+cond.Message)
+		}
+	}
+}
+
+// counts returns the outcomes counted so far.
+func (o *schedulingObserver) counts() (scheduled, refused, failed int, failures map[string]int, messages []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.scheduled, o.refused, o.failed, maps.Clone(o.failures), slices.Clone(o.failureMessages)
+}

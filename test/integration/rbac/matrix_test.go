@@ -1,0 +1,113 @@
+package rbac
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+)
+
+// access is one question: a verb on a resource (and subresource) in a namespace ("" for cluster scope), maybe of
+// one named object.
+type access struct {
+	verb, group, resource, subresource, namespace, name string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	if a.group != "" {
+		r += "." + a.group
+	}
+	if a.name != "" {
+		r += "/" + a.name
+	}
+	where := "cluster"
+	if a.namespace != "" {
+		where = a.namespace
+	}
+	return fmt.Sprintf("%s %s in %s", a.verb, r, where)
+}
+
+func (a access) attributes() authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+		Namespace: a.namespace, Name: a.name}
+}
+
+const (
+	quotaGroup   = "quota.karmada.io"
+	workGroup    = "work.karmada.io"
+	webhookGroup = "admissionregistration.k8s.io"
+	leaseGroup   = "coordination.k8s.io"
+)
+
+func quotas(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "karmadaquotas", namespace: teamNamespace}
+}
+func quotaStatus(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "karmadaquotas", subresource: "status", namespace: teamNamespace}
+}
+func bindings(verb string) access {
+	return access{verb: verb, group: workGroup, resource: "resourcebindings", namespace: teamNamespace}
+}
+func webhookConfiguration(verb, name string) access {
+	return access{verb: verb, group: webhookGroup, resource: "validatingwebhookconfigurations", name: name}
+}
+func leases(verb string) access {
+	return access{verb: verb, group: leaseGroup, resource: "leases", namespace: karmadaNamespace}
+}
+func deployments(verb string) access {
+	return access{verb: verb, group: "apps", resource: "deployments", namespace: teamNamespace}
+}
+
+// allowed marks, per question, which of webhook, controller, team and namespace admin may: W, C, T, A.
+type row struct {
+	access
+	allowed string
+}
+
+// matrix is the design's answer to who may do what (design.md §9: business teams read quotas through the stock
+// roles; only karmada-quota's own identities write status), and each component holds exactly what its code needs
+// (the +kubebuilder:rbac markers next to that code).
+var matrix = []row{
+	// Quotas: everyone reads; nobody writes them this way (as for a ResourceQuota, cluster admins set them).
+	{quotas("get"), "WCTA"}, {quotas("list"), "WCTA"}, {quotas("watch"), "WCTA"},
+	{quotas("create"), ""}, {quotas("update"), ""}, {quotas("patch"), ""}, {quotas("delete"), ""}, {quotas("deletecollection"), ""},
+	// Status: read by all; written by the webhook (reservations) and the controller (usage), by update only.
+	{quotaStatus("get"), "WCTA"}, {quotaStatus("update"), "WC"}, {quotaStatus("patch"), ""},
+	// Bindings: the webhook reads one; the controller watches them all and patches (requeue); teams read.
+	{bindings("get"), "WCTA"}, {bindings("list"), "CTA"}, {bindings("watch"), "CTA"},
+	{bindings("patch"), "C"}, {bindings("update"), ""}, {bindings("create"), ""}, {bindings("delete"), ""},
+	// Templates: both components read them for their priority class; nobody here needs to watch them.
+	{deployments("get"), "WCTA"}, {deployments("list"), "WCTA"}, {deployments("watch"), "TA"},
+	// The webhook configuration: only the controller, only its own, to keep the CA bundle in sync.
+	{webhookConfiguration("get", "karmada-quota"), "C"}, {webhookConfiguration("patch", "karmada-quota"), "C"},
+	{webhookConfiguration("get", "karmada-webhook"), ""}, {webhookConfiguration("patch", "karmada-webhook"), ""},
+	{webhookConfiguration("list", ""), ""}, {webhookConfiguration("delete", "karmada-quota"), ""},
+	// The controller's leader election Lease.
+	{leases("get"), "C"}, {leases("create"), "C"}, {leases("update"), "C"}, {leases("delete"), ""}, {leases("list"), ""},
+}
+
+var _ = Describe("RBAC as rendered by the chart", func() {
+	It("grants each identity exactly the matrix", func() {
+		var wrong []string
+		fmt.Fprintf(GinkgoWriter, "%-64s %-10s %-10s %-10s %-10s\n", "access", "webhook", "controller", "team", "ns-admin")
+		for _, r := range matrix {
+			var line []string
+			for i, s := range subjects {
+				want := strings.ContainsRune(r.allowed, rune("WCTA"[i]))
+				got := can(s, r.attributes())
+				line = append(line, fmt.Sprintf("%-10v", got))
+				if got != want {
+					wrong = append(wrong, fmt.Sprintf("%s: %s may %v, want %v", s.name, r.access, got, want))
+				}
+			}
+			fmt.Fprintf(GinkgoWriter, "%-64s %s\n", r.access, strings.Join(line, " "))
+		}
+		Expect(wrong).To(BeEmpty())
+	})
+})

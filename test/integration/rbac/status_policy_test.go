@@ -1,0 +1,98 @@
+package rbac
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+)
+
+var _ = Describe("Writing a quota's status", func() {
+	// statusEditor may update karmadaquotas and their status by RBAC, cluster-wide: a cluster admin's helper, or
+	// anyone an admin granted too much.
+	statusEditor := subject{name: "status editor", user: "carol", groups: []string{"system:authenticated"}}
+	// admin is a member of system:masters, whom no RBAC rule limits.
+	admin := subject{name: "cluster admin", user: "root", groups: []string{"system:masters", "system:authenticated"}}
+
+	BeforeEach(func() {
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "quota-status-editor"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{quotaGroup}, Resources: []string{"karmadaquotas", "karmadaquotas/status"},
+				Verbs: []string{"get", "list", "update", "patch"}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "quota-status-editor"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: statusEditor.user}},
+		}
+		Expect(k8s.Create(ctx, role)).To(Succeed())
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(k8s.Delete(ctx, binding)).To(Succeed())
+			Expect(k8s.Delete(ctx, role)).To(Succeed())
+		})
+	})
+
+	It("is karmada-quota's alone, whatever RBAC grants anyone else", func() {
+		q := framework.Quota(teamNamespace, "policy-"+time.Now().Format("150405.000000"), framework.List("cpu", "10"))
+		Expect(k8s.Create(ctx, q)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, q))).To(Succeed()) })
+
+		// freeQuota is what a user would do to free quota: zero the usage and drop the reservations.
+		freeQuota := func(c client.Client) error {
+			var current quotav1alpha1.KarmadaQuota
+			if err := c.Get(ctx, client.ObjectKeyFromObject(q), &current); err != nil {
+				return err
+			}
+			current.Status.Used = framework.List("cpu", "0")
+			current.Status.Reservations = nil
+			return c.Status().Update(ctx, &current)
+		}
+		freeQuotaByPatch := func(c client.Client) error {
+			patch := []byte(`{"status":{"used":{"cpu":"0"}}}`)
+			return c.Status().Patch(ctx, q.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))
+		}
+		Expect(can(statusEditor, quotaStatus("update").attributes())).To(BeTrue(), "RBAC alone would let the editor write status")
+
+		By("others are refused by the policy, the cluster admin too, by update and by patch")
+		for _, s := range []subject{statusEditor, admin} {
+			c := as(s)
+			// The apiserver loads a new policy within moments of its creation.
+			Eventually(func() error { return freeQuota(c) }).WithTimeout(10*time.Second).Should(
+				And(WithTransform(apierrors.IsForbidden, BeTrue()), MatchError(And(
+					ContainSubstring("only karmada-quota's service accounts write the status of a KarmadaQuota"),
+					ContainSubstring("not "+s.user)))), s.name)
+			Expect(apierrors.IsForbidden(freeQuotaByPatch(c))).To(BeTrue(), "%s by patch", s.name)
+		}
+
+		By("karmada-quota's own identities write it")
+		for _, s := range []subject{webhookIdentity, controllerIdentity} {
+			Expect(freeQuota(as(s))).To(Succeed(), s.name)
+		}
+
+		By("the spec stays writable by whoever RBAC allows")
+		var current quotav1alpha1.KarmadaQuota
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(q), &current)).To(Succeed())
+		current.Spec.Hard = framework.List("cpu", "20")
+		Expect(as(statusEditor).Update(ctx, &current)).To(Succeed())
+	})
+
+	It("is not installed when the components run as the admin", func() {
+		in, err := render.Render("karmada-quota", karmadaNamespace, map[string]any{"karmada": map[string]any{"leastPrivilegeIdentities": false}})
+		Expect(err).NotTo(HaveOccurred())
+		var kinds []string
+		for _, obj := range in.Karmada {
+			kinds = append(kinds, obj.GetKind())
+		}
+		Expect(kinds).NotTo(ContainElement("ValidatingAdmissionPolicy"),
+			"with the admin kubeconfig the components cannot be told apart from an admin: the policy would lock them out")
+	})
+})

@@ -1,0 +1,128 @@
+package kubelet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// process is one run of a container: a local process in its own process group, so a signal reaches whatever it
+// forked, started with a parent-death signal, so nothing outlives the kubelet.
+type process struct {
+	pid     int
+	started time.Time
+	// exited is closed once the process has been reaped; exitCode and finished are set before.
+	exited   chan struct{}
+	exitCode int32
+	signaled bool
+	finished time.Time
+}
+
+// ContainerIDPrefix starts the containerID of every container local-kubelet runs: process://<pid>.
+const ContainerIDPrefix = "process://"
+
+// PIDOf reads the process id out of a containerID local-kubelet reported.
+func PIDOf(containerID string) (int, error) {
+	raw, ok := strings.CutPrefix(containerID, ContainerIDPrefix)
+	if !ok {
+		return 0, fmt.Errorf("containerID %q was not reported by local-kubelet", containerID)
+	}
+	return strconv.Atoi(raw)
+}
+
+func (p *process) containerID() string { return ContainerIDPrefix + strconv.Itoa(p.pid) }
+
+// startProcess runs path with argv (argv[0] is the name the program sees), env and working folder, its output
+// appended to logPath.
+func startProcess(path string, argv, env []string, dir, logPath string) (*process, error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, Stdout: log, Stderr: log}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		p.finished = time.Now()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &exit):
+			if status, ok := exit.Sys().(syscall.WaitStatus); ok && status.Signaled() {
+				// A shell reports death by signal N as 128+N; so does the container runtime.
+				p.exitCode, p.signaled = 128+int32(status.Signal()), true
+			} else {
+				p.exitCode = int32(exit.ExitCode())
+			}
+		default:
+			p.exitCode = 128
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *process) done() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs the group, and returns once the
+// process is reaped.
+func (p *process) stop(grace time.Duration) {
+	if p.done() {
+		return
+	}
+	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		// Whatever the process forked and left behind goes with it.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		return
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// terminated is the container state of an exited run.
+func (p *process) terminated() *corev1.ContainerStateTerminated {
+	reason := "Completed"
+	if p.exitCode != 0 {
+		reason = "Error"
+	}
+	return &corev1.ContainerStateTerminated{
+		ExitCode:    p.exitCode,
+		Reason:      reason,
+		StartedAt:   secondsTime(p.started),
+		FinishedAt:  secondsTime(p.finished),
+		ContainerID: p.containerID(),
+	}
+}
+
+// ContainerLogPath is where the output of one run of a container goes: <log dir>/<namespace>_<pod>_<uid>/
+// <container>/<restart count>.log, the layout of the kubelet's /var/log/pods.
+func ContainerLogPath(logDir, namespace, pod string, uid types.UID, container string, restartCount int32) string {
+	return filepath.Join(logDir, fmt.Sprintf("%s_%s_%s", namespace, pod, uid), container, fmt.Sprintf("%d.log", restartCount))
+}
