@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -35,6 +37,8 @@ func TestWaitingOn(t *testing.T) {
 		quota    *utiltesting.QuotaWrapper
 		bindings []*utiltesting.BindingWrapper
 		want     waitingBindings
+		// waiting names the bindings whose UIDs want holds.
+		waiting []string
 	}{
 		"none waits": {
 			quota:    cpuQuota,
@@ -52,7 +56,8 @@ func TestWaitingOn(t *testing.T) {
 				utiltesting.MakeBinding(ns, "no-fit").Requests(list("cpu", "1")).Replicas(1).
 					Scheduled(false, workv1alpha2.BindingReasonNoClusterFit),
 			},
-			want: waitingBindings{count: 3, oldest: t0.Add(-time.Hour)},
+			want:    waitingBindings{count: 3, oldest: t0.Add(-time.Hour)},
+			waiting: []string{"a", "b", "c"},
 		},
 		"a binding that needs nothing this quota limits waits on another one": {
 			quota:    utiltesting.MakeQuota(ns, "gpus").Hard(list("nvidia.com/gpu", "1")),
@@ -73,8 +78,15 @@ func TestWaitingOn(t *testing.T) {
 			for i, b := range tc.bindings {
 				bindings[i] = *b.Obj()
 			}
+			want := tc.want
+			want.uids = map[types.UID]bool{}
+			for _, rb := range bindings {
+				if slices.Contains(tc.waiting, rb.Name) {
+					want.uids[rb.UID] = true
+				}
+			}
 			got := waitingOn(ledger, bindings)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(waitingBindings{})); diff != "" {
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(waitingBindings{})); diff != "" {
 				t.Errorf("waitingOn (-want +got):\n%s", diff)
 			}
 		})

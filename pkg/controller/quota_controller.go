@@ -187,9 +187,9 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	}
 
 	classified := classifiedOnly(bindings.Items, unclassified)
-	grew := r.state.record(req.NamespacedName, &q, ledger, count.used, waitingOn(ledger, classified))
+	requeue := r.state.record(req.NamespacedName, &q, ledger, count.used, waitingOn(ledger, classified))
 	r.state.recordUnclassified(req.NamespacedName, len(unclassified))
-	if grew {
+	if requeue {
 		if err := r.requeuer.requeue(ctx, &q, ledger, count, classified); err != nil {
 			log.Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
 		}
@@ -294,6 +294,9 @@ func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding, u
 // waitingBindings is how many of a namespace's bindings wait on one quota, and since when the longest of them has.
 type waitingBindings struct {
 	count int
+	// uids are the waiting bindings: one seen waiting for the first time may have been refused before the
+	// headroom last grew, its condition reaching this controller after that growth (see state.record).
+	uids map[types.UID]bool
 	// oldest is the earliest lastTransitionTime of their Scheduled conditions: when the scheduler was first
 	// refused. Karmada keeps it while its retries are refused again (the condition stays False).
 	oldest time.Time
@@ -301,13 +304,14 @@ type waitingBindings struct {
 
 // waitingOn counts the bindings that wait on the ledger's quota (Ledger.WaitsOn, the requeue's rule).
 func waitingOn(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) waitingBindings {
-	var w waitingBindings
+	w := waitingBindings{uids: map[types.UID]bool{}}
 	for i := range bindings {
 		rb := &bindings[i]
 		if _, ok := ledger.WaitsOn(rb); !ok {
 			continue
 		}
 		w.count++
+		w.uids[rb.UID] = true
 		since := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled).LastTransitionTime.Time
 		if !since.IsZero() && (w.oldest.IsZero() || since.Before(w.oldest)) {
 			w.oldest = since

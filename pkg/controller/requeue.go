@@ -51,7 +51,12 @@ func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, l
 		// Only bindings waiting on this very quota (Ledger.WaitsOn): one that needs nothing it limits waits on
 		// another quota, and requeueing it here would only have it refused again.
 		need, ok := ledger.WaitsOn(rb)
-		if !ok || r.coolingDown(rb.UID) {
+		if !ok {
+			continue
+		}
+		if r.coolingDown(rb.UID) {
+			// Requeued a moment ago and not yet placed: what it needs is promised to it, not free for the next.
+			headroom.Sub(need)
 			continue
 		}
 		priority := int32(0)

@@ -266,6 +266,27 @@ func TestRequeueCooldown(t *testing.T) {
 	}
 }
 
+// TestRequeuePromisesHeadroomToCoolingBindings: what a binding requeued a moment ago needs is held for it, so a
+// later round (a binding newly seen waiting) does not hand the same headroom to another.
+func TestRequeuePromisesHeadroomToCoolingBindings(t *testing.T) {
+	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "2")).Obj()
+	f := newFixture(t, interceptor.Funcs{}, priority(waiting("high", 2, "1"), 100).Obj())
+	f.clock.SetTime(t0)
+	if err := requeueNow(t, f, q); err != nil {
+		t.Fatalf("requeue: %v", err)
+	}
+	if err := f.client.Create(context.Background(), waiting("late", 1, "1").Obj()); err != nil {
+		t.Fatalf("creating binding: %v", err)
+	}
+	f.clock.SetTime(t0.Add(time.Second))
+	if err := requeueNow(t, f, q); err != nil {
+		t.Fatalf("requeue: %v", err)
+	}
+	if diff := cmp.Diff(map[string]time.Time{"high": t0}, triggered(t, f)); diff != "" {
+		t.Errorf("rescheduleTriggeredAt (-want +got):\n%s", diff)
+	}
+}
+
 // TestRequeueErrors: a binding gone meanwhile is no error; a failed write stops the round and is reported.
 func TestRequeueErrors(t *testing.T) {
 	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()

@@ -26,6 +26,8 @@ type quotaState struct {
 	uid      types.UID
 	written  quotav1alpha1.KarmadaQuotaStatus
 	headroom resources.List
+	// waiting are the bindings waiting on the quota at the last record.
+	waiting  map[types.UID]bool
 	snapshot metrics.QuotaSnapshot
 }
 
@@ -48,23 +50,32 @@ func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1al
 		!equality.Semantic.DeepEqual(qs.written.Clusters, read.Clusters)
 }
 
-// record remembers the status now stored, and the bindings waiting on the quota, and reports whether any limited
-// resource gained headroom since the last record (or this is the first): the moment to requeue waiting bindings.
+// record remembers the status now stored, and the bindings waiting on the quota, and reports whether it is time
+// to requeue waiting bindings: any limited resource gained headroom since the last record (or this is the first),
+// or a binding is seen waiting that was not at the last record. The second covers a refusal whose condition
+// reaches this controller's cache only after the growth that would have let it in: the growth's requeue did not
+// see it waiting, and no later growth may come.
 func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, used resources.List, waiting waitingBindings) bool {
 	headroom := ledger.Headroom(used)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, ok := s.quotas[key]
-	grew := !ok
+	requeue := !ok
 	if ok {
 		for name, v := range headroom {
 			if v > prev.headroom[name] {
-				grew = true
+				requeue = true
+			}
+		}
+		for uid := range waiting.uids {
+			if !prev.waiting[uid] {
+				requeue = true
 			}
 		}
 	}
-	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, snapshot: snapshot(q, waiting)}
-	return grew
+	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, waiting: waiting.uids,
+		snapshot: snapshot(q, waiting)}
+	return requeue
 }
 
 func (s *state) forget(key types.NamespacedName) {

@@ -334,3 +334,44 @@ func remembered(ts *tombstones) []types.UID {
 	}
 	return out
 }
+
+// TestStateRecordRequeuesOnGrowthOrNewlyWaiting: the first record, any headroom gained, and a binding seen waiting
+// for the first time each call for a requeue; a status unchanged with the same bindings waiting does not.
+func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
+	s := newState()
+	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	ledger, err := quota.NewLedger(q)
+	if err != nil {
+		t.Fatalf("NewLedger: %v", err)
+	}
+	waitingUIDs := func(uids ...types.UID) waitingBindings {
+		w := waitingBindings{count: len(uids), uids: map[types.UID]bool{}}
+		for _, uid := range uids {
+			w.uids[uid] = true
+		}
+		return w
+	}
+	steps := []struct {
+		what    string
+		used    string
+		waiting waitingBindings
+		want    bool
+	}{
+		{"the first record", "8", waitingUIDs("a"), true},
+		{"nothing changed", "8", waitingUIDs("a"), false},
+		{"usage grew: less headroom", "9", waitingUIDs("a"), false},
+		{"usage dropped: headroom gained", "7", waitingUIDs("a"), true},
+		// Refused before that drop, its condition seen only now: the drop's requeue never saw it.
+		{"a binding newly seen waiting", "7", waitingUIDs("a", "b"), true},
+		{"one stops waiting", "7", waitingUIDs("b"), false},
+	}
+	for _, step := range steps {
+		used, err := resources.Parse(list("cpu", step.used))
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		if got := s.record(teamKey, q, ledger, used, step.waiting); got != step.want {
+			t.Errorf("%s: record = %v, want %v", step.what, got, step.want)
+		}
+	}
+}

@@ -105,15 +105,17 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 // Stop unregisters nothing (the caller deletes the configuration when it must) and stops every replica and the
 // proxy, waiting for them to exit.
 func (w *Webhooks) Stop() error {
+	// The proxy goes first: its connections to the replicas would otherwise hold their graceful shutdown open
+	// while the apiserver keeps sending through it.
+	if w.proxy != nil {
+		w.proxy.close()
+	}
 	w.stop()
 	var errs []error
 	for _, done := range w.done {
 		if err := <-done; err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if w.proxy != nil {
-		w.proxy.close()
 	}
 	return errors.Join(errs...)
 }
@@ -142,6 +144,8 @@ type roundRobin struct {
 	counts []atomic.Int64
 	next   atomic.Uint64
 	done   chan struct{}
+	// transport holds the proxy's connections to the replicas.
+	transport *http.Transport
 }
 
 func newRoundRobin(backends []string, certDir string, ca []byte) (*roundRobin, error) {
@@ -152,7 +156,7 @@ func newRoundRobin(backends []string, certDir string, ca []byte) (*roundRobin, e
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
 	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64}
-	p := &roundRobin{counts: make([]atomic.Int64, len(backends)), done: make(chan struct{})}
+	p := &roundRobin{counts: make([]atomic.Int64, len(backends)), done: make(chan struct{}), transport: transport}
 	targets := make([]*url.URL, len(backends))
 	for i, b := range backends {
 		targets[i] = &url.URL{Scheme: "https", Host: b}
@@ -181,4 +185,5 @@ func newRoundRobin(backends []string, certDir string, ca []byte) (*roundRobin, e
 func (p *roundRobin) close() {
 	_ = p.server.Close()
 	<-p.done
+	p.transport.CloseIdleConnections()
 }
