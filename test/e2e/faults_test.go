@@ -463,7 +463,10 @@ func (r *faultRun) finish() {
 	if r.healedAt.After(settleFrom) {
 		settleFrom = r.healedAt
 	}
-	endScheduled, endRefused := expectBindingsEnded(r.ns)
+	endScheduled, endRefused, held := expectBindingsEnded(r.ns)
+	if len(held) > 0 {
+		r.note("Karmada's scheduler held back, for reasons of its own, %v", held)
+	}
 	r.note("bindings ended %s after the load and the fault", since(settleFrom))
 	expectQuotaTrue(r.ns, r.quota)
 	r.note("quota true %s after", since(settleFrom))
@@ -605,14 +608,18 @@ func restoreProcess(name string) {
 	})
 }
 
-// expectBindingsEnded waits until every binding of the namespace has ended: scheduled at its latest generation, or
-// refused by the quota. It returns how many ended each way.
-func expectBindingsEnded(ns string) (scheduled, refused int) {
+// expectBindingsEnded waits until every binding of the namespace has ended: scheduled at its latest generation,
+// refused by the quota, or held back by Karmada's scheduler for a reason of its own. The last happens now and then
+// on this small environment (the scheduler's estimate of what the members can still take goes below zero while
+// they catch up, "Clusters available replicas -2 are not enough"), and Karmada retries such a binding only minutes
+// later; it keeps its last placement, which is what the quota counts. It returns how many ended each way, and the
+// names of the last kind.
+func expectBindingsEnded(ns string) (scheduled, refused int, heldByKarmada []string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		var bindings workv1alpha2.ResourceBindingList
 		g.Expect(karmada.List(ctx, &bindings, client.InNamespace(ns))).To(Succeed())
-		scheduled, refused = 0, 0
+		scheduled, refused, heldByKarmada = 0, 0, nil
 		for _, rb := range bindings.Items {
 			g.Expect(rb.DeletionTimestamp).To(BeNil(), "%s is still being deleted", rb.Name)
 			cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
@@ -622,13 +629,18 @@ func expectBindingsEnded(ns string) (scheduled, refused int) {
 				scheduled++
 			case cond.Status == metav1.ConditionFalse && cond.Reason == workv1alpha2.BindingReasonQuotaExceeded:
 				refused++
+			case cond.Status == metav1.ConditionFalse && (cond.Reason == workv1alpha2.BindingReasonUnschedulable ||
+				cond.Reason == workv1alpha2.BindingReasonNoClusterFit):
+				// Capacity as Karmada estimates it. Any other refusal (an admission error among them) must still
+				// end scheduled or refused by the quota.
+				heldByKarmada = append(heldByKarmada, fmt.Sprintf("%s (%s: %s)", rb.Name, cond.Reason, cond.Message))
 			default:
-				g.Expect(cond).To(BeNil(), "%s (generation %d, scheduler saw %d) is neither scheduled nor refused by the quota",
+				g.Expect(cond).To(BeNil(), "%s (generation %d, scheduler saw %d) is neither scheduled nor refused",
 					rb.Name, rb.Generation, rb.Status.SchedulerObservedGeneration)
 			}
 		}
 	}).WithTimeout(settleTimeout).WithPolling(time.Second).Should(Succeed(), "the bindings of %s ended", ns)
-	return scheduled, refused
+	return scheduled, refused, heldByKarmada
 }
 
 // expectQuotaTrue waits until the quota has no reservation left and its status.used and status.clusters equal what
