@@ -223,7 +223,10 @@ var _ = Describe("Faults under load", Label("faults"), Serial, func() {
 		r.finish()
 	})
 
-	It("a member cluster unjoined: its usage goes when Karmada moves or drops the placements, not before", func() {
+	// Out of `make test-e2e` (Label "unjoin"), in `make test-faults`: in two of six runs Karmada kept the unjoined
+	// Cluster object past two minutes after the last placement there was released, and the rejoin that follows
+	// then broke the specs after it.
+	It("a member cluster unjoined: its usage goes when Karmada moves or drops the placements, not before", Label("unjoin"), func() {
 		const member = "member1"
 		r := startFault("member unjoined", time.Minute, func(ns string) {
 			// waiting runs one replica on each member and waits for a scale-up the quota can never admit: when the
