@@ -143,9 +143,10 @@ lint: ## Run go vet and check formatting.
 test: verify lint test-unit test-chart test-monitoring test-images test-integration test-e2e test-bench ## Run every test: verify, lint, unit, chart, monitoring, images, integration, e2e, the benchmark harness at a tiny size.
 
 .PHONY: test-unit
-# The local kubelet lives under test/ but is pure logic worth its own unit tests.
-test-unit: ## Unit tests (pure logic, fuzz seed corpora included).
-	go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/) ./test/localkarmada/kubelet/...
+# The local kubelet lives under test/ but is pure logic worth its own unit tests. pkg/metrics parses every
+# dashboard query with the pinned promtool.
+test-unit: $(PROMTOOL) ## Unit tests (pure logic, fuzz seed corpora included).
+	PROMTOOL=$(PROMTOOL) go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/) ./test/localkarmada/kubelet/...
 
 .PHONY: test-chart
 # Offline: `helm lint --strict` (Helm's SDK) for the default values and each ci/*-values.yaml, then every object they
@@ -155,12 +156,11 @@ test-chart: $(CHART_CRDS) ## Lint the chart strictly, check every rendered objec
 	CHART_TEST_CRDS=$(CHART_CRDS) go test $(GO_TEST_FLAGS) -count=1 ./test/chart/...
 
 .PHONY: test-monitoring
-# promtool checks the alerts and runs their unit tests; the Go tests then parse every dashboard query with it and
-# check that alerts and dashboard name only metrics the binaries export.
-test-monitoring: $(PROMTOOL) ## Check the chart's alerts and dashboard: promtool check and unit tests, metric names.
+# promtool checks the alerts and runs their unit tests. The Go tests that parse every dashboard query with it and
+# check that alerts and dashboard name only metrics the binaries export are pkg/metrics's, in test-unit.
+test-monitoring: $(PROMTOOL) ## Check the chart's alerts with promtool: check and unit tests.
 	$(PROMTOOL) check rules $(CHART_FILES)/monitoring/alerts.yaml
 	$(PROMTOOL) test rules test/monitoring/alerts_test.yaml
-	PROMTOOL=$(PROMTOOL) go test $(GO_TEST_FLAGS) -count=1 -run 'TestAlerts|TestDashboard|TestMonitoringQueriesParse|TestMetricNames|TestEachBinaryExportsItsOwnSeries' ./pkg/metrics/
 
 .PHONY: test-images
 test-images: images ## Open every image archive: tag, config, labels, files, a static binary that answers --version.

@@ -371,12 +371,12 @@ func unitFor(title string) string {
 var grafanaIntervals = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
 // TestMonitoringQueriesParse parses every query of the dashboard with Prometheus's own parser, by handing them to
-// promtool as recording rules (the alerts file is checked by promtool directly). `make test-monitoring` sets
-// PROMTOOL to the pinned promtool it builds.
+// promtool as recording rules (the alerts file is checked by promtool directly). `make test-unit` sets PROMTOOL to
+// the pinned promtool it builds.
 func TestMonitoringQueriesParse(t *testing.T) {
 	promtool := os.Getenv("PROMTOOL")
 	if promtool == "" {
-		t.Skip("PROMTOOL is not set; make test-monitoring runs this with the pinned promtool")
+		t.Fatal("PROMTOOL is not set: run `make test-unit`, which builds the pinned promtool and points PROMTOOL at it")
 	}
 	d := readDashboard(t)
 	type rule struct {
