@@ -40,6 +40,7 @@ func (r *recorder) Fatal(args ...any) {
 	r.Error(args...)
 	panic(stopped{})
 }
+
 // Skip is a failure here: a check that skips a rendering would let a mutation through unseen.
 func (r *recorder) Skip(args ...any) { r.Fatal(append([]any{"the check skipped: "}, args...)...) }
 
