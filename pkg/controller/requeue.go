@@ -20,7 +20,6 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
-	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // requeuer retriggers the scheduling of bindings that wait for quota when a quota gains headroom, instead of
@@ -132,22 +131,6 @@ func (r *requeuer) coolingDown(uid types.UID) bool {
 		return false
 	}
 	return ok
-}
-
-// waitingForQuota reports whether the scheduler's last placement attempt was refused by a quota.
-func waitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
-	return usage.WaitingForQuota(rb)
-}
-
-// stillNeeded is what placing all of rb's replicas would add to the quota, at the least: as one Divided set, the
-// cheapest placement Karmada can choose. A Duplicated placement needs more, and its admission decides.
-// The arithmetic is the ledger's (Ledger.StillNeeded), shared with `kubectl karmada quota describe`.
-func stillNeeded(rb *workv1alpha2.ResourceBinding, ledger *quota.Ledger) (resources.List, bool) {
-	need, err := ledger.StillNeeded(rb)
-	if err != nil {
-		return nil, false
-	}
-	return need, true
 }
 
 func fits(need, headroom resources.List) bool {

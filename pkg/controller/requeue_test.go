@@ -394,6 +394,8 @@ func TestRequeueForgetsCooldowns(t *testing.T) {
 	}
 }
 
+// TestStillNeeded: what the requeue asks of the headroom is the ledger's StillNeeded, shared with `kubectl karmada
+// quota describe`: at the least, placing all replicas as one Divided set.
 func TestStillNeeded(t *testing.T) {
 	cases := map[string]struct {
 		quota   *quotav1alpha1.KarmadaQuota
@@ -434,33 +436,12 @@ func TestStillNeeded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewLedger: %v", err)
 			}
-			got, ok := stillNeeded(tc.binding, ledger)
-			if ok != tc.wantOK {
+			got, err := ledger.StillNeeded(tc.binding)
+			if ok := err == nil; ok != tc.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("need (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestWaitingForQuota(t *testing.T) {
-	cases := map[string]struct {
-		binding *workv1alpha2.ResourceBinding
-		want    bool
-	}{
-		"Scheduled=False, QuotaExceeded": {binding: waiting("web", 1, "1").Obj(), want: true},
-		"Scheduled=True":                 {binding: running("web", 1).Obj()},
-		"Scheduled=False, another reason": {
-			binding: utiltesting.MakeBinding(ns, "web").Scheduled(false, workv1alpha2.BindingReasonUnschedulable).Obj(),
-		},
-		"no Scheduled condition": {binding: utiltesting.MakeBinding(ns, "web").Obj()},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := waitingForQuota(tc.binding); got != tc.want {
-				t.Errorf("waitingForQuota = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -727,7 +727,7 @@ func expectMembersRunPlaced(ns string) (orphans map[string][]string) {
 		}
 		orphans = orphanedWorkloads(g, ns, bindings.Items)
 		for _, m := range memberNames() {
-			running := runningRequestsExcept(g, ns, m, orphans[m])
+			running := memberRunningRequests(g, ns, m, orphans[m]...)
 			g.Expect(running.Positive()).To(Equal(placed[m].Positive()), "pods running in %s, against what is placed there; by workload:\n%s",
 				m, workloadsDiff(g, ns, m, bindings.Items))
 		}
@@ -759,24 +759,6 @@ func orphanedWorkloads(g Gomega, ns string, bindings []workv1alpha2.ResourceBind
 		}
 	}
 	return orphans
-}
-
-// runningRequestsExcept sums the requests of the pods running in the namespace in one member, but for those of the
-// named workloads.
-func runningRequestsExcept(g Gomega, ns, member string, except []string) resources.List {
-	var pods corev1.PodList
-	g.Expect(members[member].List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
-	sum := resources.List{resources.RequestName(corev1.ResourceCPU): 0, resources.RequestName(corev1.ResourceMemory): 0}
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || slices.Contains(except, p.Labels["app"]) {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			sum.Add(canonical(c.Resources.Requests))
-		}
-		sum.Add(resources.List{"pods": 1})
-	}
-	return sum
 }
 
 // workloadsDiff lists, for a failure message, each workload whose running pods in a member differ from what its

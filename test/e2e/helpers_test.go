@@ -239,22 +239,28 @@ func trueUsage(g Gomega, q *quotav1alpha1.KarmadaQuota) resources.List {
 // members' own apiservers.
 func runningRequests(g Gomega, ns string) map[string]resources.List {
 	out := map[string]resources.List{}
-	for name, member := range members {
-		var pods corev1.PodList
-		g.Expect(member.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
-		sum := resources.List{resources.RequestName(corev1.ResourceCPU): 0, resources.RequestName(corev1.ResourceMemory): 0}
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-				continue
-			}
-			for _, c := range p.Spec.Containers {
-				sum.Add(canonical(c.Resources.Requests))
-			}
-			sum.Add(resources.List{"pods": 1})
-		}
-		out[name] = sum
+	for name := range members {
+		out[name] = memberRunningRequests(g, ns, name)
 	}
 	return out
+}
+
+// memberRunningRequests sums the requests of the pods running in the namespace in one member, leaving out the pods
+// of the workloads named in except (their app label).
+func memberRunningRequests(g Gomega, ns, member string, except ...string) resources.List {
+	var pods corev1.PodList
+	g.Expect(members[member].List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+	sum := resources.List{resources.RequestName(corev1.ResourceCPU): 0, resources.RequestName(corev1.ResourceMemory): 0}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || slices.Contains(except, p.Labels["app"]) {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			sum.Add(canonical(c.Resources.Requests))
+		}
+		sum.Add(resources.List{"pods": 1})
+	}
+	return sum
 }
 
 // expectInEveryMember waits until every member cluster holds exactly the named objects of a kind in the

@@ -75,15 +75,5 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	// Everything is stopped before anything is asserted: a failed webhook stop must not leave etcd and the
-	// kube-apiserver running.
-	var stopErr error
-	if webhooks != nil {
-		stopErr = webhooks.Stop()
-	}
-	cancel()
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
-	Expect(stopErr).NotTo(HaveOccurred())
+	Expect(framework.StopAll(testEnv, webhooks, cancel)).To(Succeed())
 })

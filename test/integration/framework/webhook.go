@@ -187,3 +187,17 @@ func (p *roundRobin) close() {
 	<-p.done
 	p.transport.CloseIdleConnections()
 }
+
+// StopAll stops the webhook replicas (when started), cancels the suite's context, then stops the environment.
+// Every step runs before any error is returned, so a failed one never leaves etcd and the kube-apiserver running.
+func StopAll(env *envtest.Environment, webhooks *Webhooks, cancel context.CancelFunc) error {
+	var errs []error
+	if webhooks != nil {
+		errs = append(errs, webhooks.Stop())
+	}
+	cancel()
+	if env != nil {
+		errs = append(errs, env.Stop())
+	}
+	return errors.Join(errs...)
+}
