@@ -178,7 +178,7 @@ test-integration: envtest-assets ## Integration tests against a real etcd + kube
 # running `make up`> runs it against that one instead.
 test-e2e: images local-kubelet local-karmada-tools ## End-to-end tests on a local Karmada with member clusters.
 	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
-		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter='!unjoin'
+		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color
 
 .PHONY: test-faults
 # test-e2e runs the fault specs at a size CI affords (FAULT_OPS=80); this runs only them, at issue 13's size, and
@@ -187,7 +187,7 @@ test-faults: images local-kubelet local-karmada-tools ## The fault suite alone a
 	FAULT_OPS=$(or $(FAULT_OPS),1000) FAULT_REPORT=$(CURDIR)/docs/faults.md \
 		FAULT_COMMAND='make test-faults$(if $(FAULT_OPS), FAULT_OPS=$(FAULT_OPS))' \
 		LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
-		go test $(GO_TEST_FLAGS) -count=1 -timeout 120m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter=faults
+		go test $(GO_TEST_FLAGS) -v -count=1 -timeout 120m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter=faults
 
 .PHONY: bench
 # Then the side-by-side admission benchmark (test/bench): no quota webhook, an allow-all webhook (the ceiling),

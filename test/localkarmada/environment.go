@@ -29,6 +29,7 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -42,13 +43,14 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
 
-// Scheme knows the Kubernetes, Karmada and karmada-quota types the environment and its users write.
+// Scheme knows the Kubernetes, Karmada and karmada-quota types the environment and its users write or inspect.
 var Scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(scheme.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
 	utilruntime.Must(clusterv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(workv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(operatorv1alpha1.AddToScheme(Scheme))
 }
 
