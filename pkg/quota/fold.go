@@ -17,7 +17,7 @@ import (
 //   - Bytes: a reservation takes 241 bytes of JSON for a short binding name and two resources, 633 at worst (a
 //     253-character name, eight limited resources); the apiserver stored 6,523 of the first kind in one quota and
 //     refused one more ("etcdserver: request is too large", at 1.5 MiB). 250 of the worst kind, with a hundred
-//     member clusters in the same status, take a fifth of that.
+//     member clusters in the same status, take an eighth of that (194,741 bytes).
 //   - CPU, which binds first: every status write carries the whole list, and the apiserver spends about a quarter
 //     of a millisecond of CPU per listed reservation on each (3.6 ms for the write itself, 2-core machine). At 1000
 //     listed, a burst of 10,000 placements into one namespace with the controller away timed out hundreds of
