@@ -91,8 +91,12 @@ func components(config install.Config) []component {
 
 // Reconcile makes one installation match its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read from the apiserver, not the cache: the status written at the end is a patch of what this read
+	// returned, and from a cache that has not yet seen the previous reconcile's status write, a status equal to
+	// the stale copy would not be written at all, leaving the previous one (say, RollingOut after the rollout
+	// completed) in place with nothing left to trigger another reconcile.
 	var inst operatorv1alpha1.KarmadaQuotaInstallation
-	if err := r.Client.Get(ctx, req.NamespacedName, &inst); err != nil {
+	if err := r.Direct.Get(ctx, req.NamespacedName, &inst); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.karmadas.drop(req.NamespacedName)
 		}
