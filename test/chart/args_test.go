@@ -58,7 +58,7 @@ func TestBinariesAcceptTheirArguments(t *testing.T) {
 	forEachRendering(t, checkBinariesAcceptTheirArguments)
 }
 
-func checkBinariesAcceptTheirArguments(t testing.TB, r *rendering) {
+func checkBinariesAcceptTheirArguments(t reporter, r *rendering) {
 	for _, w := range r.workloads(t) {
 		c := w.template.Spec.Containers[0]
 		if len(w.template.Spec.Containers) != 1 {
@@ -103,7 +103,7 @@ func imageName(image string) string {
 
 // controllerMayLead: with its own identity, the controller may hold the leader-election Lease where its flags put
 // it, in the karmada-apiserver (the Role is generated for karmada-system and moved with karmada.namespace).
-func controllerMayLead(t testing.TB, r *rendering, w workload, opts *controllerapp.Options) {
+func controllerMayLead(t reporter, r *rendering, w workload, opts *controllerapp.Options) {
 	t.Helper()
 	if !opts.LeaderElect || len(r.Config.Identities) == 0 {
 		return
@@ -138,7 +138,7 @@ func controllerMayLead(t testing.TB, r *rendering, w workload, opts *controllera
 // shutdownFitsTheGracePeriod: the kubelet kills a container terminationGracePeriodSeconds after asking it to stop.
 // A binary still draining then is cut off: the webhook drops binding writes in flight, the controller dies before it
 // releases its lease and the standby waits out the lease duration.
-func shutdownFitsTheGracePeriod(t testing.TB, w workload, shutdown time.Duration) {
+func shutdownFitsTheGracePeriod(t reporter, w workload, shutdown time.Duration) {
 	t.Helper()
 	grace := 30 * time.Second // Kubernetes' default.
 	if g := w.template.Spec.TerminationGracePeriodSeconds; g != nil {
@@ -167,7 +167,7 @@ func parseOperatorInstall(args []string) error {
 }
 
 // controllerReadsItsSecrets: the controller's host Role lets it do what it must with the Secrets its flags name.
-func controllerReadsItsSecrets(t testing.TB, r *rendering, w workload, opts *controllerapp.Options) {
+func controllerReadsItsSecrets(t reporter, r *rendering, w workload, opts *controllerapp.Options) {
 	t.Helper()
 	certs := opts.Certs
 	if certs.Namespace != w.namespace {
@@ -221,7 +221,7 @@ func TestArgumentsMatchTheMountsAndPorts(t *testing.T) {
 	forEachRendering(t, checkArgumentsMatchTheMountsAndPorts)
 }
 
-func checkArgumentsMatchTheMountsAndPorts(t testing.TB, r *rendering) {
+func checkArgumentsMatchTheMountsAndPorts(t reporter, r *rendering) {
 	keys := r.volumeKeys(t)
 	for _, w := range r.workloads(t) {
 		volumes := map[string]corev1.Volume{}
@@ -333,7 +333,7 @@ func mountedFiles(c corev1.Container, volumes map[string]corev1.Volume, keys fun
 }
 
 // volumeKeys returns the keys each Secret or ConfigMap volume of the rendering holds.
-func (r *rendering) volumeKeys(t testing.TB) func(corev1.Volume) sets.Set[string] {
+func (r *rendering) volumeKeys(t reporter) func(corev1.Volume) sets.Set[string] {
 	secrets := r.secretSources(t)
 	configMaps := map[string]sets.Set[string]{}
 	for _, obj := range ofKind(r.all(), "ConfigMap") {

@@ -88,7 +88,7 @@ type rendering struct {
 	chart     *chart.Chart
 }
 
-func renderCase(t testing.TB, c valuesCase) *rendering {
+func renderCase(t reporter, c valuesCase) *rendering {
 	t.Helper()
 	in, err := render.Render(c.release, namespace, c.values)
 	if err != nil {
@@ -106,7 +106,7 @@ func renderCase(t testing.TB, c valuesCase) *rendering {
 }
 
 // forEachRendering runs check on every case's rendering, each as its own subtest.
-func forEachRendering(t *testing.T, check func(t testing.TB, r *rendering)) {
+func forEachRendering(t *testing.T, check func(t reporter, r *rendering)) {
 	for _, c := range valuesCases(t) {
 		t.Run(c.name, func(t *testing.T) { check(t, renderCase(t, c)) })
 	}
@@ -141,7 +141,7 @@ func (r *rendering) all() []*unstructured.Unstructured {
 }
 
 // installConfigMap is the hook ConfigMap the install phases read.
-func (r *rendering) installConfigMap(t testing.TB) *unstructured.Unstructured {
+func (r *rendering) installConfigMap(t reporter) *unstructured.Unstructured {
 	t.Helper()
 	for _, obj := range r.Hooks {
 		if obj.GetKind() != "ConfigMap" {
@@ -164,7 +164,7 @@ var (
 
 // checker returns a kubeschema.Checker that knows the chart's own CRD (from the install ConfigMap, which it checks
 // first) and the CRDs of ServiceMonitor, PrometheusRule, Certificate and Issuer.
-func checker(t testing.TB, r *rendering) *kubeschema.Checker {
+func checker(t reporter, r *rendering) *kubeschema.Checker {
 	t.Helper()
 	externalCRDsOnce.Do(func() {
 		path := os.Getenv(crdsEnv)

@@ -32,7 +32,7 @@ import (
 // kubeconfig Secret named in the values. A pod waiting on a Secret nobody creates never starts.
 func TestPodsReadOnlyWhatExists(t *testing.T) { forEachRendering(t, checkPodsReadOnlyWhatExists) }
 
-func checkPodsReadOnlyWhatExists(t testing.TB, r *rendering) {
+func checkPodsReadOnlyWhatExists(t reporter, r *rendering) {
 	secrets := r.secretSources(t)
 	configMaps := map[string]sets.Set[string]{}
 	for _, obj := range ofKind(r.all(), "ConfigMap") {
@@ -103,7 +103,7 @@ func itemKeys(items []corev1.KeyToPath) []string {
 	return keys
 }
 
-func checkSource(t testing.TB, w workload, kind string, sources map[string]sets.Set[string], name string, keys []string) {
+func checkSource(t reporter, w workload, kind string, sources map[string]sets.Set[string], name string, keys []string) {
 	t.Helper()
 	have, ok := sources[name]
 	if !ok {
@@ -121,7 +121,7 @@ func checkSource(t testing.TB, w workload, kind string, sources map[string]sets.
 var tlsKeys = sets.New("tls.crt", "tls.key", "ca.crt")
 
 // secretSources maps each Secret the installation provides in the host namespace to the keys it holds.
-func (r *rendering) secretSources(t testing.TB) map[string]sets.Set[string] {
+func (r *rendering) secretSources(t reporter) map[string]sets.Set[string] {
 	t.Helper()
 	out := map[string]sets.Set[string]{}
 	for _, obj := range ofKind(r.all(), "Secret") {
@@ -148,7 +148,7 @@ func (r *rendering) secretSources(t testing.TB) map[string]sets.Set[string] {
 // Each component runs its own image, <registry>/<component>:<tag>, pulled as the values say.
 func TestImages(t *testing.T) { forEachRendering(t, checkImages) }
 
-func checkImages(t testing.TB, r *rendering) {
+func checkImages(t reporter, r *rendering) {
 	images := map[string]string{"webhook": "quota-webhook", "controller": "quota-controller", "installer": "karmada-quota-operator"}
 	tag := r.str("image.tag")
 	if tag == "" {
@@ -208,7 +208,7 @@ func TestServicesReachDeclaredPorts(t *testing.T) {
 	forEachRendering(t, checkServicesReachDeclaredPorts)
 }
 
-func checkServicesReachDeclaredPorts(t testing.TB, r *rendering) {
+func checkServicesReachDeclaredPorts(t reporter, r *rendering) {
 	services := map[string]*corev1.Service{}
 	for _, obj := range ofKind(r.all(), "Service") {
 		svc := typed[corev1.Service](t, obj)
@@ -298,7 +298,7 @@ func declaresPort(spec corev1.PodSpec, target intstr.IntOrString, protocol corev
 // it mounts) created before it at every event it runs at: after an uninstall, the post-delete Job has nothing else.
 func TestHooks(t *testing.T) { forEachRendering(t, checkHooks) }
 
-func checkHooks(t testing.TB, r *rendering) {
+func checkHooks(t reporter, r *rendering) {
 	events := sets.New("pre-install", "post-install", "pre-upgrade", "post-upgrade", "pre-delete", "post-delete", "pre-rollback", "post-rollback", "test")
 	policies := sets.New("before-hook-creation", "hook-succeeded", "hook-failed")
 	hooks := map[string]hook{} // by kind/name
@@ -364,7 +364,7 @@ func checkHooks(t testing.TB, r *rendering) {
 // Each PodDisruptionBudget covers pods of the installation and leaves room for a drain to evict one of them.
 func TestPodDisruptionBudgets(t *testing.T) { forEachRendering(t, checkPodDisruptionBudgets) }
 
-func checkPodDisruptionBudgets(t testing.TB, r *rendering) {
+func checkPodDisruptionBudgets(t reporter, r *rendering) {
 	for _, obj := range ofKind(r.all(), "PodDisruptionBudget") {
 		pdb := typed[policyv1.PodDisruptionBudget](t, obj)
 		var covered []workload
@@ -396,7 +396,7 @@ func TestWebhookRolloutKeepsEveryReplica(t *testing.T) {
 	forEachRendering(t, checkWebhookRolloutKeepsEveryReplica)
 }
 
-func checkWebhookRolloutKeepsEveryReplica(t testing.TB, r *rendering) {
+func checkWebhookRolloutKeepsEveryReplica(t reporter, r *rendering) {
 	w := r.deployment(t, "webhook")
 	d := typed[appsv1.Deployment](t, w.obj)
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || d.Spec.Strategy.RollingUpdate == nil {
@@ -421,7 +421,7 @@ func TestPodsMeetTheRestrictedStandard(t *testing.T) {
 	forEachRendering(t, checkPodsMeetTheRestrictedStandard)
 }
 
-func checkPodsMeetTheRestrictedStandard(t testing.TB, r *rendering) {
+func checkPodsMeetTheRestrictedStandard(t reporter, r *rendering) {
 	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +439,7 @@ func checkPodsMeetTheRestrictedStandard(t testing.TB, r *rendering) {
 // A Deployment's selector picks its own pods and no other workload's: two ReplicaSets owning the same pods fight.
 func TestSelectorsAreDisjoint(t *testing.T) { forEachRendering(t, checkSelectorsAreDisjoint) }
 
-func checkSelectorsAreDisjoint(t testing.TB, r *rendering) {
+func checkSelectorsAreDisjoint(t reporter, r *rendering) {
 	workloads := r.workloads(t)
 	for _, w := range workloads {
 		if w.kind != "Deployment" {
@@ -463,7 +463,7 @@ func TestServiceAccountsAndBindings(t *testing.T) {
 	forEachRendering(t, checkServiceAccountsAndBindings)
 }
 
-func checkServiceAccountsAndBindings(t testing.TB, r *rendering) {
+func checkServiceAccountsAndBindings(t reporter, r *rendering) {
 	for plane, objects := range map[string][]*unstructured.Unstructured{"host": r.all(), "karmada-apiserver": r.Karmada} {
 		have := sets.New[string]()
 		for _, obj := range objects {
@@ -511,7 +511,7 @@ func TestInstallConfigAgreesWithTheObjects(t *testing.T) {
 	forEachRendering(t, checkInstallConfigAgreesWithTheObjects)
 }
 
-func checkInstallConfigAgreesWithTheObjects(t testing.TB, r *rendering) {
+func checkInstallConfigAgreesWithTheObjects(t reporter, r *rendering) {
 	c := r.Config
 	if c.Namespace != namespace {
 		t.Errorf("config namespace %q, want the release's %q", c.Namespace, namespace)
@@ -609,7 +609,7 @@ func checkInstallConfigAgreesWithTheObjects(t testing.TB, r *rendering) {
 	}
 }
 
-func duration(t testing.TB, s string) time.Duration {
+func duration(t reporter, s string) time.Duration {
 	t.Helper()
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -618,7 +618,7 @@ func duration(t testing.TB, s string) time.Duration {
 	return d
 }
 
-func findService(t testing.TB, r *rendering, name string) *corev1.Service {
+func findService(t reporter, r *rendering, name string) *corev1.Service {
 	t.Helper()
 	for _, obj := range ofKind(r.Host, "Service") {
 		if obj.GetName() == name {
@@ -630,7 +630,7 @@ func findService(t testing.TB, r *rendering, name string) *corev1.Service {
 }
 
 // servingCertificate is the cert-manager Certificate that writes the serving Secret.
-func servingCertificate(t testing.TB, r *rendering) *unstructured.Unstructured {
+func servingCertificate(t reporter, r *rendering) *unstructured.Unstructured {
 	t.Helper()
 	for _, obj := range ofKind(r.Host, "Certificate") {
 		if secret, _, _ := unstructured.NestedString(obj.Object, "spec", "secretName"); secret == r.Config.Certificates.ServingSecret {
@@ -647,7 +647,7 @@ func TestCertificatesAreAcceptedByCertManager(t *testing.T) {
 	forEachRendering(t, checkCertificatesAreAcceptedByCertManager)
 }
 
-func checkCertificatesAreAcceptedByCertManager(t testing.TB, r *rendering) {
+func checkCertificatesAreAcceptedByCertManager(t reporter, r *rendering) {
 	issuers := sets.New[string]()
 	for _, obj := range ofKind(r.Host, "Issuer") {
 		issuers.Insert(obj.GetName())
@@ -681,7 +681,7 @@ func checkCertificatesAreAcceptedByCertManager(t testing.TB, r *rendering) {
 // the operator find them by.
 func TestLabels(t *testing.T) { forEachRendering(t, checkLabels) }
 
-func checkLabels(t testing.TB, r *rendering) {
+func checkLabels(t reporter, r *rendering) {
 	want := map[string]string{
 		"app.kubernetes.io/name":       "karmada-quota",
 		"app.kubernetes.io/instance":   r.release,
@@ -718,7 +718,7 @@ func checkLabels(t testing.TB, r *rendering) {
 // objects in karmada.namespace.
 func TestNamespaces(t *testing.T) { forEachRendering(t, checkNamespaces) }
 
-func checkNamespaces(t testing.TB, r *rendering) {
+func checkNamespaces(t reporter, r *rendering) {
 	dashboards := r.str("monitoring.dashboards.namespace")
 	for _, obj := range r.all() {
 		ns := obj.GetNamespace()

@@ -17,10 +17,19 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// reporter is what a check reports through: the test, or a recorder while the check runs on a broken rendering.
+// It has no Skip on purpose: a check decides every rendering it is given, or a mutation could pass unseen.
+type reporter interface {
+	Helper()
+	Error(args ...any)
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // recorder stands in for a test while a check runs on a broken rendering: it keeps the failures instead of
 // failing the test.
 type recorder struct {
-	testing.TB
 	failures []string
 }
 
@@ -41,12 +50,9 @@ func (r *recorder) Fatal(args ...any) {
 	panic(stopped{})
 }
 
-// Skip is a failure here: a check that skips a rendering would let a mutation through unseen.
-func (r *recorder) Skip(args ...any) { r.Fatal(append([]any{"the check skipped: "}, args...)...) }
-
 // failuresOf runs check on r and returns what it reported.
-func failuresOf(t *testing.T, check func(testing.TB, *rendering), r *rendering) (failures []string) {
-	rec := &recorder{TB: t}
+func failuresOf(check func(reporter, *rendering), r *rendering) (failures []string) {
+	rec := &recorder{}
 	defer func() {
 		if p := recover(); p != nil {
 			if _, ok := p.(stopped); !ok {
@@ -60,7 +66,7 @@ func failuresOf(t *testing.T, check func(testing.TB, *rendering), r *rendering) 
 }
 
 // find is the object of a kind whose name ends with suffix.
-func find(t testing.TB, objects []*unstructured.Unstructured, kind, suffix string) *unstructured.Unstructured {
+func find(t reporter, objects []*unstructured.Unstructured, kind, suffix string) *unstructured.Unstructured {
 	t.Helper()
 	for _, obj := range objects {
 		if obj.GetKind() == kind && strings.HasSuffix(obj.GetName(), suffix) {
@@ -72,7 +78,7 @@ func find(t testing.TB, objects []*unstructured.Unstructured, kind, suffix strin
 }
 
 // edit changes an object through its Go type.
-func edit[T any](t testing.TB, obj *unstructured.Unstructured, change func(*T)) {
+func edit[T any](t reporter, obj *unstructured.Unstructured, change func(*T)) {
 	t.Helper()
 	typedObj := typed[T](t, obj)
 	change(typedObj)
@@ -83,12 +89,12 @@ func edit[T any](t testing.TB, obj *unstructured.Unstructured, change func(*T)) 
 	obj.Object = out
 }
 
-func editDeployment(t testing.TB, r *rendering, component string, change func(*appsv1.Deployment)) {
+func editDeployment(t reporter, r *rendering, component string, change func(*appsv1.Deployment)) {
 	t.Helper()
 	edit(t, r.deployment(t, component).obj, change)
 }
 
-func replaceArg(t testing.TB, c *corev1.Container, prefix, replacement string) {
+func replaceArg(t reporter, c *corev1.Container, prefix, replacement string) {
 	t.Helper()
 	i := slices.IndexFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, prefix) })
 	if i < 0 {
@@ -104,13 +110,13 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		values string // a ci/ file; empty: the defaults
-		check  func(testing.TB, *rendering)
-		break_ func(t testing.TB, r *rendering)
+		check  func(reporter, *rendering)
+		break_ func(t reporter, r *rendering)
 		want   string
 	}{
 		{
 			name: "a mount without its volume", check: checkPodsReadOnlyWhatExists, want: "does not have",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) {
 					d.Spec.Template.Spec.Volumes = slices.DeleteFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Secret.Items[0].Key == "tls.crt" })
 				})
@@ -118,7 +124,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a Secret nobody creates", check: checkPodsReadOnlyWhatExists, want: "nothing in the installation creates",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					d.Spec.Template.Spec.Volumes[0].Secret.SecretName = "karmada-quota-kubeconfig"
 				})
@@ -126,7 +132,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a key the Secret lacks", check: checkPodsReadOnlyWhatExists, want: "reads key",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) {
 					for _, v := range d.Spec.Template.Spec.Volumes {
 						for i := range v.Secret.Items {
@@ -140,19 +146,19 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a Service port to an undeclared container port", check: checkServicesReachDeclaredPorts, want: "is not declared",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Host, "Service", "-webhook"), func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("webhooks") })
 			},
 		},
 		{
 			name: "a Service selecting nothing", check: checkServicesReachDeclaredPorts, want: "selects no pods",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Host, "Service", "-controller"), func(s *corev1.Service) { s.Spec.Selector[componentLabel] = "controllers" })
 			},
 		},
 		{
 			name: "a ServiceMonitor scraping a port the Service lacks", values: allToggles, check: checkServicesReachDeclaredPorts, want: "does not name",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				sm := find(t, r.Host, "ServiceMonitor", "-webhook")
 				endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 				endpoints[0].(map[string]any)["port"] = "http-metrics"
@@ -161,7 +167,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a hook without a delete policy", check: checkHooks, want: "stays behind",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				job := find(t, r.Hooks, "Job", "-cleanup")
 				annotations := job.GetAnnotations()
 				delete(annotations, hookDeleteAnnotation)
@@ -170,7 +176,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a hook Job outliving its ConfigMap", check: checkHooks, want: "exists only at",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				cm := find(t, r.Hooks, "ConfigMap", "-install")
 				annotations := cm.GetAnnotations()
 				annotations[hookAnnotation] = "pre-install,pre-upgrade"
@@ -179,7 +185,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a hook Job created before its ServiceAccount", check: checkHooks, want: "may start before",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				sa := find(t, r.Hooks, "ServiceAccount", "-install")
 				annotations := sa.GetAnnotations()
 				annotations[hookWeightAnnotation] = "5"
@@ -188,13 +194,13 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a PodDisruptionBudget that blocks every drain", check: checkPodDisruptionBudgets, want: "no node drain",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Host, "PodDisruptionBudget", "-webhook"), func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromInt32(2)) })
 			},
 		},
 		{
 			name: "a PodDisruptionBudget covering nothing", check: checkPodDisruptionBudgets, want: "covers no pods",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Host, "PodDisruptionBudget", "-controller"), func(p *policyv1.PodDisruptionBudget) {
 					p.Spec.Selector.MatchLabels[componentLabel] = "controllers"
 				})
@@ -202,7 +208,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a webhook rollout that takes a replica away", check: checkWebhookRolloutKeepsEveryReplica, want: "lets a rollout take",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) {
 					d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("10%"))
 				})
@@ -210,7 +216,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a pod running as root", check: checkPodsMeetTheRestrictedStandard, want: "runAsNonRoot",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					d.Spec.Template.Spec.SecurityContext.RunAsNonRoot = nil
 					d.Spec.Template.Spec.SecurityContext.RunAsUser = ptr.To(int64(0))
@@ -219,7 +225,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a container that may escalate its privileges", check: checkPodsMeetTheRestrictedStandard, want: "allowPrivilegeEscalation",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Hooks, "Job", "-prepare"), func(j *batchv1.Job) {
 					j.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
 				})
@@ -227,13 +233,13 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a pod without a seccomp profile", check: checkPodsMeetTheRestrictedStandard, want: "seccompProfile",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) { d.Spec.Template.Spec.SecurityContext.SeccompProfile = nil })
 			},
 		},
 		{
 			name: "a component running another's image", check: checkImages, want: "runs",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					d.Spec.Template.Spec.Containers[0].Image = strings.Replace(d.Spec.Template.Spec.Containers[0].Image, "quota-controller", "quota-webhook", 1)
 				})
@@ -241,19 +247,19 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a Deployment selecting another's pods", check: checkSelectorsAreDisjoint, want: "picks the pods of",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, componentLabel) })
 			},
 		},
 		{
 			name: "a binding to a role nobody installs", check: checkServiceAccountsAndBindings, want: "does not install there",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Karmada, "ClusterRoleBinding", "-webhook"), func(b *rbacv1.ClusterRoleBinding) { b.RoleRef.Name = "karmada-quota-webhooks" })
 			},
 		},
 		{
 			name: "a karmada-apiserver object cleanup cannot find", check: checkLabels, want: "cleanup would not find it",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				obj := find(t, r.Karmada, "ServiceAccount", "-controller")
 				labels := obj.GetLabels()
 				delete(labels, "app.kubernetes.io/instance")
@@ -262,7 +268,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a flag the binary does not know", check: checkBinariesAcceptTheirArguments, want: "unknown flag",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--reservation-ttl=", "--reservation-tll=3m")
 				})
@@ -270,7 +276,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a value the binary refuses", check: checkBinariesAcceptTheirArguments, want: "--reservation-ttl must exceed",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--reservation-ttl=", "--reservation-ttl=30s")
 				})
@@ -278,7 +284,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "lease timings that do not fit together", check: checkBinariesAcceptTheirArguments, want: "renew-deadline must be shorter",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--leader-elect-renew-deadline=", "--leader-elect-renew-deadline=20s")
 				})
@@ -286,13 +292,13 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "an install phase that does not exist", check: checkBinariesAcceptTheirArguments, want: "invalid argument",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Hooks, "Job", "-register"), func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Args[1] = "registration" })
 			},
 		},
 		{
 			name: "a Lease in a namespace the controller may not write", check: checkBinariesAcceptTheirArguments, want: "may not get, create and update Leases",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--leader-elect-resource-namespace=", "--leader-elect-resource-namespace=kube-system")
 				})
@@ -300,13 +306,13 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a grace period that cuts the shutdown short", check: checkBinariesAcceptTheirArguments, want: "leaves no margin",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) { d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(30)) })
 			},
 		},
 		{
 			name: "the controller's Role missing a Secret it manages", check: checkBinariesAcceptTheirArguments, want: "which its host Role does not let it",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				edit(t, find(t, r.Host, "Role", "-controller"), func(role *rbacv1.Role) {
 					role.Rules[0].ResourceNames = role.Rules[0].ResourceNames[1:]
 				})
@@ -314,7 +320,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a kubeconfig path outside the mount", check: checkArgumentsMatchTheMountsAndPorts, want: "is no file the container mounts",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--kubeconfig=", "--kubeconfig=/etc/karmada-quota/kubeconfig")
 				})
@@ -322,7 +328,7 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a listener on an undeclared port", check: checkArgumentsMatchTheMountsAndPorts, want: "listens on 9090",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--metrics-bind-address=", "--metrics-bind-address=:9090")
 				})
@@ -330,13 +336,13 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a value that does not reach the pods", values: allToggles, check: checkValuesReachTheWorkloads, want: "nodeSelector",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "webhook", func(d *appsv1.Deployment) { d.Spec.Template.Spec.NodeSelector = nil })
 			},
 		},
 		{
 			name: "an argument that does not follow its value", check: checkValuesReachTheWorkloads, want: "--resync-period=",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				editDeployment(t, r, "controller", func(d *appsv1.Deployment) {
 					replaceArg(t, &d.Spec.Template.Spec.Containers[0], "--resync-period=", "--resync-period=1m")
 				})
@@ -344,39 +350,39 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 		},
 		{
 			name: "a toggle that renders nothing", values: allToggles, check: checkTogglesRenderWhatTheySay, want: "ServiceMonitors with",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				r.Host = slices.DeleteFunc(r.Host, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ServiceMonitor" })
 			},
 		},
 		{
 			name: "register waiting for another Deployment", check: checkInstallConfigAgreesWithTheObjects, want: "register waits",
-			break_: func(t testing.TB, r *rendering) { r.Config.Webhook.Deployment = "karmada-quota" },
+			break_: func(t reporter, r *rendering) { r.Config.Webhook.Deployment = "karmada-quota" },
 		},
 		{
 			name: "a certificate for another host", check: checkInstallConfigAgreesWithTheObjects, want: "not the URL's host",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				r.Config.Certificates.DNSNames = []string{"karmada-quota.karmada-system.svc"}
 			},
 		},
 		{
 			name: "a Certificate cert-manager refuses", values: allToggles, check: checkCertificatesAreAcceptedByCertManager, want: "renewBefore",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				_ = unstructured.SetNestedField(find(t, r.Host, "Certificate", "-webhook").Object, "3000h", "spec", "renewBefore")
 			},
 		},
 		{
 			name: "an object outside the release namespace", check: checkNamespaces, want: "not the release's",
-			break_: func(t testing.TB, r *rendering) { find(t, r.Host, "Service", "-webhook").SetNamespace("default") },
+			break_: func(t reporter, r *rendering) { find(t, r.Host, "Service", "-webhook").SetNamespace("default") },
 		},
 		{
 			name: "a field the API server does not know", check: checkRenderedObjectsMatchTheirSchemas, want: "field not declared in schema",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				_ = unstructured.SetNestedField(find(t, r.Host, "Service", "-webhook").Object, "None", "spec", "clusterIp")
 			},
 		},
 		{
 			name: "a custom resource field its CRD does not know", values: allToggles, check: checkRenderedObjectsMatchTheirSchemas, want: "unknown fields",
-			break_: func(t testing.TB, r *rendering) {
+			break_: func(t reporter, r *rendering) {
 				_ = unstructured.SetNestedField(find(t, r.Host, "PrometheusRule", "").Object, "x", "spec", "rule")
 			},
 		},
@@ -387,12 +393,12 @@ func TestChecksCatchBrokenRenderings(t *testing.T) {
 				i := slices.IndexFunc(valuesCases(t), func(c valuesCase) bool { return c.name == "ci/"+tc.values })
 				c = valuesCases(t)[i]
 			}
-			if clean := failuresOf(t, tc.check, renderCase(t, c)); len(clean) > 0 {
+			if clean := failuresOf(tc.check, renderCase(t, c)); len(clean) > 0 {
 				t.Fatalf("the unbroken rendering already fails: %v", clean)
 			}
 			r := renderCase(t, c)
 			tc.break_(t, r)
-			failures := failuresOf(t, tc.check, r)
+			failures := failuresOf(tc.check, r)
 			if !slices.ContainsFunc(failures, func(f string) bool { return strings.Contains(f, tc.want) }) {
 				t.Errorf("the check missed it: want a failure mentioning %q, got %q", tc.want, failures)
 			}

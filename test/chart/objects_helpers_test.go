@@ -3,7 +3,6 @@ package chart
 import (
 	"strconv"
 	"strings"
-	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,7 +22,7 @@ const (
 )
 
 // typed converts an object the chart rendered into its Go type (the schema test has checked it decodes strictly).
-func typed[T any](t testing.TB, obj *unstructured.Unstructured) *T {
+func typed[T any](t reporter, obj *unstructured.Unstructured) *T {
 	t.Helper()
 	out := new(T)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, out); err != nil {
@@ -61,7 +60,7 @@ type workload struct {
 func (w workload) String() string { return w.kind + " " + w.name }
 
 // workloads are the chart's Deployments and Jobs, hooks included.
-func (r *rendering) workloads(t testing.TB) []workload {
+func (r *rendering) workloads(t reporter) []workload {
 	t.Helper()
 	var out []workload
 	for _, obj := range r.all() {
@@ -89,7 +88,7 @@ func (r *rendering) workloads(t testing.TB) []workload {
 }
 
 // deployment is the Deployment of a component.
-func (r *rendering) deployment(t testing.TB, component string) workload {
+func (r *rendering) deployment(t reporter, component string) workload {
 	t.Helper()
 	for _, w := range r.workloads(t) {
 		if w.kind == "Deployment" && w.component == component {
@@ -120,7 +119,7 @@ type hook struct {
 	delete []string
 }
 
-func hookOf(t testing.TB, obj *unstructured.Unstructured) (hook, bool) {
+func hookOf(t reporter, obj *unstructured.Unstructured) (hook, bool) {
 	t.Helper()
 	a := obj.GetAnnotations()
 	events, ok := a[hookAnnotation]

@@ -19,7 +19,7 @@ func TestRenderedObjectsMatchTheirSchemas(t *testing.T) {
 	forEachRendering(t, checkRenderedObjectsMatchTheirSchemas)
 }
 
-func checkRenderedObjectsMatchTheirSchemas(t testing.TB, r *rendering) {
+func checkRenderedObjectsMatchTheirSchemas(t reporter, r *rendering) {
 	c := checker(t, r)
 	for plane, objects := range map[string][]*unstructured.Unstructured{
 		"host":              r.Host,
@@ -41,7 +41,7 @@ func checkRenderedObjectsMatchTheirSchemas(t testing.TB, r *rendering) {
 // unknown field), and the karmada-apiserver's objects, the chart's CRD among them.
 func TestInstallConfigMap(t *testing.T) { forEachRendering(t, checkInstallConfigMap) }
 
-func checkInstallConfigMap(t testing.TB, r *rendering) {
+func checkInstallConfigMap(t reporter, r *rendering) {
 	cm := r.installConfigMap(t)
 	config, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
 	if _, err := install.ParseConfig([]byte(config)); err != nil {
@@ -69,7 +69,7 @@ func checkInstallConfigMap(t testing.TB, r *rendering) {
 // NOTES.txt shows a KarmadaQuota to copy: it must be one the CRD accepts.
 func TestNotesQuotaIsValid(t *testing.T) { forEachRendering(t, checkNotesQuotaIsValid) }
 
-func checkNotesQuotaIsValid(t testing.TB, r *rendering) {
+func checkNotesQuotaIsValid(t reporter, r *rendering) {
 	const open, end = "<<QUOTA\n", "\n  QUOTA"
 	start := strings.Index(r.Notes, open)
 	stop := strings.Index(r.Notes, end)
@@ -97,7 +97,7 @@ func TestWebhookConfigurationIsValid(t *testing.T) {
 	forEachRendering(t, checkWebhookConfigurationIsValid)
 }
 
-func checkWebhookConfigurationIsValid(t testing.TB, r *rendering) {
+func checkWebhookConfigurationIsValid(t reporter, r *rendering) {
 	vwc := admission.WebhookConfiguration(r.Config.Webhook.URL, []byte("-----BEGIN CERTIFICATE-----\n"), r.Config.Webhook.TimeoutSeconds)
 	vwc.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"))
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(vwc)

@@ -155,7 +155,7 @@ func TestCIValuesCoverEveryToggle(t *testing.T) {
 }
 
 // booleanValues are the paths of the schema's boolean values: the chart's toggles.
-func booleanValues(t testing.TB) []string {
+func booleanValues(t reporter) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 
 // convertValue decodes a value (YAML decoded into maps) into a Kubernetes Go type, the way the API server reads the
 // rendered object.
-func convertValue[T any](t testing.TB, v any) T {
+func convertValue[T any](t reporter, v any) T {
 	t.Helper()
 	var out T
 	if v == nil {
@@ -39,7 +39,7 @@ func convertValue[T any](t testing.TB, v any) T {
 }
 
 // same compares what a value says with what an object holds; an empty value and an absent field are the same.
-func same[T any](t testing.TB, what string, got T, value any) {
+func same[T any](t reporter, what string, got T, value any) {
 	t.Helper()
 	want := convertValue[T](t, value)
 	if !apiequality.Semantic.DeepEqual(got, want) {
@@ -51,7 +51,7 @@ func same[T any](t testing.TB, what string, got T, value any) {
 // A value a template forgets is a setting users believe they made.
 func TestValuesReachTheWorkloads(t *testing.T) { forEachRendering(t, checkValuesReachTheWorkloads) }
 
-func checkValuesReachTheWorkloads(t testing.TB, r *rendering) {
+func checkValuesReachTheWorkloads(t reporter, r *rendering) {
 	for _, component := range []string{"webhook", "controller"} {
 		w := r.deployment(t, component)
 		spec := w.template.Spec
@@ -138,7 +138,7 @@ var argValues = map[string]map[string]string{
 	},
 }
 
-func argsMatchValues(t testing.TB, r *rendering, w workload, c corev1.Container, want map[string]string) {
+func argsMatchValues(t reporter, r *rendering, w workload, c corev1.Container, want map[string]string) {
 	t.Helper()
 	args := flags(c)
 	for flag, path := range want {
@@ -164,7 +164,7 @@ func argsMatchValues(t testing.TB, r *rendering, w workload, c corev1.Container,
 // Each toggle renders what it says, and nothing when off.
 func TestTogglesRenderWhatTheySay(t *testing.T) { forEachRendering(t, checkTogglesRenderWhatTheySay) }
 
-func checkTogglesRenderWhatTheySay(t testing.TB, r *rendering) {
+func checkTogglesRenderWhatTheySay(t reporter, r *rendering) {
 	// PodDisruptionBudgets, one per component when on, with the values' minAvailable.
 	for _, component := range []string{"webhook", "controller"} {
 		w := r.deployment(t, component)
@@ -340,7 +340,7 @@ func checkTogglesRenderWhatTheySay(t testing.TB, r *rendering) {
 	}
 }
 
-func hasLabels(t testing.TB, obj *unstructured.Unstructured, values any) {
+func hasLabels(t reporter, obj *unstructured.Unstructured, values any) {
 	t.Helper()
 	for key, value := range convertValue[map[string]string](t, values) {
 		if obj.GetLabels()[key] != value {

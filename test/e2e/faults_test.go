@@ -897,21 +897,23 @@ func unjoinBlockers(g Gomega, member string) string {
 		}
 		blockers = append(blockers, fmt.Sprintf("execution namespace %s (%s) with %d Works %v", space, ns.Status.Phase, len(names), names))
 	}
+	placing := func(what string, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) {
+		if spec.TargetContains(member) {
+			blockers = append(blockers, fmt.Sprintf("%s placing %v (Scheduled: %s)", what, spec.Clusters,
+				conditionText(meta.FindStatusCondition(status.Conditions, workv1alpha2.Scheduled))))
+		}
+	}
 	var rbs workv1alpha2.ResourceBindingList
 	g.Expect(karmada.List(ctx, &rbs)).To(Succeed())
-	for _, rb := range rbs.Items {
-		if rb.Spec.TargetContains(member) {
-			blockers = append(blockers, fmt.Sprintf("ResourceBinding %s/%s placing %v (Scheduled: %s)", rb.Namespace, rb.Name,
-				rb.Spec.Clusters, conditionText(meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled))))
-		}
+	for i := range rbs.Items {
+		rb := &rbs.Items[i]
+		placing("ResourceBinding "+rb.Namespace+"/"+rb.Name, &rb.Spec, &rb.Status)
 	}
 	var crbs workv1alpha2.ClusterResourceBindingList
 	g.Expect(karmada.List(ctx, &crbs)).To(Succeed())
-	for _, crb := range crbs.Items {
-		if crb.Spec.TargetContains(member) {
-			blockers = append(blockers, fmt.Sprintf("ClusterResourceBinding %s placing %v (Scheduled: %s)", crb.Name,
-				crb.Spec.Clusters, conditionText(meta.FindStatusCondition(crb.Status.Conditions, workv1alpha2.Scheduled))))
-		}
+	for i := range crbs.Items {
+		crb := &crbs.Items[i]
+		placing("ClusterResourceBinding "+crb.Name, &crb.Spec, &crb.Status)
 	}
 	if len(blockers) == 0 {
 		return "nothing Karmada waits for (its cluster controller rechecks every few seconds)"
