@@ -289,12 +289,18 @@ func (w *bindingWriter) runFor(d time.Duration) { time.Sleep(d) }
 // reconnect cuts the karmada-apiserver's connections to the webhook between two writes, so the next writes
 // handshake afresh with the certificate served now. (An established connection keeps the certificate it was
 // opened with; cutting one under a call in flight would fail that call for a reason that is not the
-// certificate's.)
+// certificate's.) The writes resume only once the apiserver's HTTP client has seen its idle connections close:
+// its read loop notices asynchronously, and a write sent on a pooled connection it has not yet dropped fails with
+// "broken pipe" (a fresh-clone CI run saw one), a race of the cut, not of the certificate.
 func (w *bindingWriter) reconnect(p *cuttableProxy) {
 	w.gate.Lock()
 	defer w.gate.Unlock()
 	p.cut()
+	time.Sleep(idleCloseNoticed)
 }
+
+// idleCloseNoticed is ample for a client's read loop to see that an idle connection was closed under it.
+const idleCloseNoticed = 250 * time.Millisecond
 
 // stop ends the writer and returns how many writes were admitted and the errors of those refused.
 func (w *bindingWriter) stop() (int64, []string) {
