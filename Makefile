@@ -178,7 +178,7 @@ test-integration: envtest-assets ## Integration tests against a real etcd + kube
 # running `make up`> runs it against that one instead.
 test-e2e: images local-kubelet local-karmada-tools ## End-to-end tests on a local Karmada with member clusters.
 	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
-		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color
+		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter='!unjoin'
 
 .PHONY: test-faults
 # test-e2e runs the fault specs at a size CI affords (FAULT_OPS=80); this runs only them, at issue 13's size, and
