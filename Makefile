@@ -31,7 +31,7 @@ PROMTOOL       := $(PROMETHEUS_BIN)/promtool
 CONTROLLER_GEN := $(CODEGEN_BIN)/controller-gen
 # The CRDs of the custom resources the chart renders (ServiceMonitor, PrometheusRule, Certificate, Issuer), for
 # test/chart to check them offline.
-CHART_CRDS     := $(CACHE)/chart-crds-prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)-cert-manager-$(CERT_MANAGER_VERSION).yaml
+CHART_CRDS     := $(CACHE)/chart-crds-prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)-cert-manager-$(CERT_MANAGER_VERSION)-karmada-$(KARMADA_VERSION).yaml
 # envtest wants etcd and kube-apiserver side by side in one folder.
 ENVTEST_ASSETS := $(CACHE)/envtest-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
 
@@ -116,8 +116,8 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions, CRD manifests, RBA
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/... paths=./operator/api/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=$(CHART_FILES)/crds
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./operator/api/... output:crd:artifacts:config=$(OPERATOR_CHART_FILES)/crds
-	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... output:rbac:artifacts:config=$(CHART_FILES)/rbac/webhook
-	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./pkg/certs/... paths=./cmd/quota-controller/... \
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... paths=./pkg/interpreter/... output:rbac:artifacts:config=$(CHART_FILES)/rbac/webhook
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./pkg/members/... paths=./pkg/certs/... paths=./cmd/quota-controller/... \
 		output:rbac:artifacts:config=$(CHART_FILES)/rbac/controller
 	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-operator paths=./operator/pkg/controller/... \
 		output:rbac:artifacts:config=$(OPERATOR_CHART_FILES)/rbac
@@ -179,6 +179,10 @@ test-integration: envtest-assets ## Integration tests against a real etcd + kube
 test-e2e: images local-kubelet local-karmada-tools ## End-to-end tests on a local Karmada with member clusters.
 	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
 		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter='!unjoin'
+
+.PHONY: bench-gates
+bench-gates: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What the Work and resource template gates add to a write through kube-apiserver, against no gate.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -run '^$$' -bench Gates -benchtime $(or $(BENCHTIME),500x) -count $(or $(COUNT),3) ./test/integration/webhook/
 
 .PHONY: test-faults
 # test-e2e runs the fault specs at a size CI affords (FAULT_OPS=80); this runs only them, at issue 13's size, and
@@ -242,15 +246,18 @@ chart-crds: $(CHART_CRDS) ## Fetch the CRDs of the custom resources the chart re
 	@echo "CHART_TEST_CRDS=$(CHART_CRDS)"
 
 # From the module zips the Go module proxy serves, pinned in hack/tools/crds: the Prometheus Operator's CRDs as its
-# examples ship them, cert-manager's plain deploy/crds (its chart's CRD templates carry the same specs).
-$(CHART_CRDS): hack/tools/crds/go.mod
+# examples ship them, cert-manager's plain deploy/crds (its chart's CRD templates carry the same specs); and, from
+# the project's own pinned Karmada, the ClusterPropagationPolicy the chart renders into the karmada-apiserver.
+$(CHART_CRDS): hack/tools/crds/go.mod go.mod
 	mkdir -p $(@D)
 	cd hack/tools/crds && go mod download github.com/prometheus-operator/prometheus-operator github.com/cert-manager/cert-manager
 	po=$$(cd hack/tools/crds && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator); \
 	cm=$$(cd hack/tools/crds && go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager); \
+	km=$$(go list -m -f '{{.Dir}}' github.com/karmada-io/karmada); \
 	for f in $$po/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml \
 		$$po/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml \
-		$$cm/deploy/crds/cert-manager.io_certificates.yaml $$cm/deploy/crds/cert-manager.io_issuers.yaml; do \
+		$$cm/deploy/crds/cert-manager.io_certificates.yaml $$cm/deploy/crds/cert-manager.io_issuers.yaml \
+		$$km/charts/karmada/_crds/bases/policy/policy.karmada.io_clusterpropagationpolicies.yaml; do \
 		echo '---'; cat "$$f"; done > $@.tmp
 	mv $@.tmp $@
 

@@ -360,10 +360,15 @@ func quotaExceeded(denials []*quota.Denial) error {
 	for i, d := range denials {
 		msgs[i] = d.Error()
 	}
+	return forbidden(ReasonQuotaExceeded, strings.Join(msgs, "; "))
+}
+
+// forbidden is a refusal as the apiserver relays it to the client: a 403 with a reason clients act on.
+func forbidden(reason metav1.StatusReason, message string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusForbidden,
-		Reason:  ReasonQuotaExceeded,
-		Message: strings.Join(msgs, "; "),
+		Reason:  reason,
+		Message: message,
 	}}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
@@ -14,14 +15,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 )
 
 // Paths the webhooks are served on; the ValidatingWebhookConfiguration points at them.
 const (
-	ResourceBindingPath = "/validate-resourcebinding"
-	KarmadaQuotaPath    = "/validate-karmadaquota"
+	ResourceBindingPath  = "/validate-resourcebinding"
+	KarmadaQuotaPath     = "/validate-karmadaquota"
+	WorkPath             = "/validate-work"
+	ResourceTemplatePath = "/validate-resourcetemplate"
 )
 
 // Options configure admission.
@@ -42,8 +46,10 @@ type Options struct {
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
 
-// Setup registers both webhooks with the manager's webhook server. The manager's cache says which quotas a
-// namespace has and what they hold; a quota whose write lost a race is read past it (see Admitter).
+// Setup registers the webhooks with the manager's webhook server. The manager's cache says which quotas a
+// namespace has and what they hold; a quota whose write lost a race is read past it (see Admitter). Karmada's
+// resource interpreter, which the Work and resource template webhooks read workloads with, starts with the
+// manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	metrics.RegisterWebhook()
 	if opts.Clock == nil {
@@ -71,6 +77,29 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	classes := &classifier{quotas: mgr.GetCache(), resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
 	server.Register(ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, classes: classes}))
 	server.Register(KarmadaQuotaPath, quotaWebhook(mgr.GetScheme()))
+
+	workloads, err := interpreter.New(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating Karmada's resource interpreter: %w", err)
+	}
+	if err := mgr.Add(workloads); err != nil {
+		return err
+	}
+	// Until the customizations are loaded a Work of a custom kind would be read as running nothing.
+	if err := mgr.AddReadyzCheck("resource-interpreter", func(*http.Request) error {
+		if !workloads.Started() {
+			return interpreter.ErrNotStarted
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	server.Register(WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(),
+		&WorkValidator{admitter: admitter, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads}))
+	server.Register(ResourceTemplatePath, &admission.Webhook{Handler: &TemplateValidator{
+		admitter: admitter, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads,
+		decoder: admission.NewDecoder(mgr.GetScheme()),
+	}})
 	return nil
 }
 

@@ -66,6 +66,8 @@ type QuotaReconciler struct {
 	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
 	// pacer spaces the recounts that binding changes cause; nil recounts on every change.
 	pacer *pacer
+	// members shows what the member clusters run next to what is charged; nil when they are not read.
+	members *memberView
 }
 
 // conflictRetries is how often one reconcile recounts and writes again after losing the compare-and-swap to the
@@ -98,6 +100,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		if apierrors.IsNotFound(err) {
 			r.state.forget(req.NamespacedName)
 			r.pacer.forget(req.NamespacedName)
+			r.members.forget(req.NamespacedName)
 			if r.written != nil {
 				r.written.Forget(req.NamespacedName)
 			}
@@ -155,6 +158,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	ledger.Fold(quota.MaxReservations)
 
 	status := r.status(&q, ledger, count)
+	newlyOver, recheck := r.members.render(req.NamespacedName, status, ledger, count.clusters, now, q.Generation)
 	drifted := r.state.drifted(req.NamespacedName, q.UID, &q.Status)
 	if !equality.Semantic.DeepEqual(q.Status, *status) {
 		q.Status = *status
@@ -180,6 +184,10 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		r.recorder.Eventf(&q, corev1.EventTypeNormal, EventReservationExpired,
 			"%d folded reservation(s) expired: each of their writes is counted in used or never happened", folded.Count)
 	}
+	if len(newlyOver) > 0 {
+		r.recorder.Event(&q, corev1.EventTypeWarning, EventMembersRunMore,
+			"Member clusters run more than the quota charges there: "+describe(newlyOver))
+	}
 	if drifted {
 		metrics.DriftRepaired.Inc()
 		r.recorder.Event(&q, corev1.EventTypeWarning, EventDriftRepaired, "Status had been changed by another writer; recounted from the bindings")
@@ -194,7 +202,11 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 			log.Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
 		}
 	}
-	return ctrl.Result{RequeueAfter: untilFirstExpiry(ledger, now)}, false, nil
+	after := untilFirstExpiry(ledger, now)
+	if recheck > 0 && (after == 0 || recheck < after) {
+		after = recheck
+	}
+	return ctrl.Result{RequeueAfter: after}, false, nil
 }
 
 // read reads the quota from the apiserver when fresh; otherwise it takes the newer of the cache's copy and this

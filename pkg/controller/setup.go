@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
@@ -44,7 +45,13 @@ type Options struct {
 	// SettleBacklog is how many reservations a quota may hold before a binding change recounts it without waiting
 	// for the interval; 0 means DefaultSettleBacklog.
 	SettleBacklog int
-	Clock         clock.PassiveClock
+	// MemberSampleInterval is how often the pods of every member cluster are read through Karmada's cluster proxy
+	// and compared with what each quota charges there; 0 reads none.
+	MemberSampleInterval time.Duration
+	// MemberGrace is how long a member may run more than it is charged before MembersWithinQuota turns False: a
+	// rolling update's surge pods run for a while.
+	MemberGrace time.Duration
+	Clock       clock.PassiveClock
 }
 
 // Validate reports every invalid option at once.
@@ -61,6 +68,12 @@ func (o Options) Validate() error {
 	}
 	if o.SettleInterval < 0 {
 		errs = append(errs, errors.New("the settle interval must not be negative"))
+	}
+	if o.MemberSampleInterval < 0 {
+		errs = append(errs, errors.New("the member sample interval must not be negative"))
+	}
+	if o.MemberGrace < 0 {
+		errs = append(errs, errors.New("the member grace must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -134,6 +147,15 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	})); err != nil {
 		return "resync", err
 	}
+	if opts.MemberSampleInterval > 0 {
+		sampler := members.NewSampler(mgr.GetClient(), mgr.GetConfig(), opts.MemberSampleInterval, func(namespace string) {
+			enqueueNamespace(ctx, mgr.GetClient(), namespace, resync)
+		})
+		if err := mgr.Add(sampler); err != nil {
+			return "member sampler", err
+		}
+		r.members = &memberView{sampler: sampler, grace: opts.MemberGrace, over: map[types.NamespacedName]time.Time{}}
+	}
 
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -169,6 +191,22 @@ func quotasOf(c client.Client) handler.MapFunc {
 			requests[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])}
 		}
 		return requests
+	}
+}
+
+// enqueueNamespace enqueues every quota of a namespace.
+func enqueueNamespace(ctx context.Context, c client.Client, namespace string, out chan<- event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota]) {
+	var quotas quotav1alpha1.KarmadaQuotaList
+	if err := c.List(ctx, &quotas, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the quotas of a namespace whose members changed", "namespace", namespace)
+		return
+	}
+	for i := range quotas.Items {
+		select {
+		case out <- event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota]{Object: &quotas.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -104,6 +106,19 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting waitingBindings) metrics.Qu
 	}
 	for _, c := range q.Status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)
+	}
+	if c := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionMembersWithinQuota); c != nil && c.Status != metav1.ConditionUnknown {
+		more := 0.0
+		if c.Status == metav1.ConditionFalse {
+			more = 1
+		}
+		s.MembersRunningMore = &more
+	}
+	if running := runningOf(&q.Status); len(running) > 0 {
+		s.ClustersRunning = map[string]map[string]float64{}
+		for cluster, list := range running {
+			s.ClustersRunning[cluster] = floats(list)
+		}
 	}
 	return s
 }

@@ -25,10 +25,13 @@ const (
 	ResultError   = "error"
 )
 
-// Kind labels of the admission metrics: the kinds the webhook admits.
+// Kind labels of the admission metrics: the kinds the webhook admits. Resource templates of every kind share one
+// label, so that the metric's cardinality does not grow with the kinds a federation propagates.
 const (
-	KindResourceBinding = "ResourceBinding"
-	KindKarmadaQuota    = "KarmadaQuota"
+	KindResourceBinding  = "ResourceBinding"
+	KindKarmadaQuota     = "KarmadaQuota"
+	KindWork             = "Work"
+	KindResourceTemplate = "ResourceTemplate"
 )
 
 // Writer labels of StatusConflicts: who lost the compare-and-swap.
@@ -157,6 +160,11 @@ type QuotaSnapshot struct {
 	Hard, Used, Reserved map[string]float64
 	// Clusters maps a member cluster to what the quota's namespace uses there.
 	Clusters map[string]map[string]float64
+	// ClustersRunning maps a member cluster to what the namespace's pods there request, read from the member.
+	ClustersRunning map[string]map[string]float64
+	// MembersRunningMore is 1 while the quota's MembersWithinQuota condition is False, 0 while True; nil while the
+	// members are not read.
+	MembersRunningMore *float64
 	// Waiting counts the namespace's bindings that wait for quota and still need something this quota limits.
 	Waiting int
 	// OldestWaiting is when the longest-waiting of them was refused (its Scheduled condition turned False); zero
@@ -192,14 +200,19 @@ var (
 	quotaLabels   = []string{"namespace", "quota"}
 	resourceLabel = []string{"namespace", "quota", "resource"}
 
-	hardDesc        = prometheus.NewDesc(namespace+"_hard", "Hard limit of a quota, in base units.", resourceLabel, nil)
-	usedDesc        = prometheus.NewDesc(namespace+"_used", "Observed usage against a quota, in base units.", resourceLabel, nil)
-	reservedDesc    = prometheus.NewDesc(namespace+"_reserved", "Admitted but not yet observed usage against a quota, in base units.", resourceLabel, nil)
-	clusterUsedDesc = prometheus.NewDesc(namespace+"_cluster_used", "Observed usage against a quota in one member cluster, in base units.", []string{"namespace", "quota", "cluster", "resource"}, nil)
-	waitingDesc     = prometheus.NewDesc(namespace+"_bindings_waiting",
+	hardDesc           = prometheus.NewDesc(namespace+"_hard", "Hard limit of a quota, in base units.", resourceLabel, nil)
+	usedDesc           = prometheus.NewDesc(namespace+"_used", "Observed usage against a quota, in base units.", resourceLabel, nil)
+	reservedDesc       = prometheus.NewDesc(namespace+"_reserved", "Admitted but not yet observed usage against a quota, in base units.", resourceLabel, nil)
+	clusterUsedDesc    = prometheus.NewDesc(namespace+"_cluster_used", "Observed usage against a quota in one member cluster, in base units.", []string{"namespace", "quota", "cluster", "resource"}, nil)
+	clusterRunningDesc = prometheus.NewDesc(namespace+"_cluster_running",
+		"What the pods of a quota's namespace request in one member cluster, read from the member, in base units: above cluster_used, the member runs more than the quota charges.",
+		[]string{"namespace", "quota", "cluster", "resource"}, nil)
+	waitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting",
 		"Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.", quotaLabels, nil)
 	unclassifiedDesc = prometheus.NewDesc(namespace+"_bindings_unclassified",
 		"Bindings of a PriorityClass-scoped quota's namespace whose priority class could not be read, as of the last recount: the quota does not count them.", quotaLabels, nil)
+	membersRunningMoreDesc = prometheus.NewDesc(namespace+"_members_running_more",
+		"1 while some member cluster has run more than a quota charges there for longer than the controller's grace (its MembersWithinQuota condition is False), 0 while not. Absent while the members are not read.", quotaLabels, nil)
 	oldestWaitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting_oldest_timestamp_seconds",
 		"When the longest-waiting binding counted in bindings_waiting was refused (its Scheduled condition's lastTransitionTime), as Unix time. Absent when none waits.", quotaLabels, nil)
 
@@ -221,7 +234,7 @@ type quotaCollector struct {
 var quotas = &quotaCollector{}
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, waitingDesc, oldestWaitingDesc, unclassifiedDesc} {
+	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, clusterRunningDesc, waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc} {
 		ch <- d
 	}
 }
@@ -239,14 +252,19 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, resource)
 			}
 		}
-		for cluster, values := range s.Clusters {
-			for resource, v := range values {
-				ch <- prometheus.MustNewConstMetric(clusterUsedDesc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
+		for desc, clusters := range map[*prometheus.Desc]map[string]map[string]float64{clusterUsedDesc: s.Clusters, clusterRunningDesc: s.ClustersRunning} {
+			for cluster, values := range clusters {
+				for resource, v := range values {
+					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
+				}
 			}
 		}
 		// Zero is exported too, so a quota nobody waits on shows as such rather than as no data.
 		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(s.Waiting), s.Namespace, s.Name)
 		ch <- prometheus.MustNewConstMetric(unclassifiedDesc, prometheus.GaugeValue, float64(s.Unclassified), s.Namespace, s.Name)
+		if s.MembersRunningMore != nil {
+			ch <- prometheus.MustNewConstMetric(membersRunningMoreDesc, prometheus.GaugeValue, *s.MembersRunningMore, s.Namespace, s.Name)
+		}
 		if s.Waiting > 0 && !s.OldestWaiting.IsZero() {
 			ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, float64(s.OldestWaiting.Unix()), s.Namespace, s.Name)
 		}
@@ -335,8 +353,13 @@ func controllerCollectors() []prometheus.Collector {
 // rate() sees the first increment.
 func registerWebhook(r prometheus.Registerer) {
 	register(r, webhookCollectors()...)
-	for _, kind := range []string{KindResourceBinding, KindKarmadaQuota} {
-		for _, op := range admittedOperations {
+	// Resource templates are gated on update only: a new template has no placed replicas yet.
+	operations := map[string][]string{
+		KindResourceBinding: admittedOperations, KindKarmadaQuota: admittedOperations, KindWork: admittedOperations,
+		KindResourceTemplate: {"UPDATE"},
+	}
+	for kind, ops := range operations {
+		for _, op := range ops {
 			AdmissionRequests.WithLabelValues(kind, op, ResultAllowed, "")
 			AdmissionDuration.WithLabelValues(kind, op)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/utils/ptr"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -30,9 +31,11 @@ var (
 		"karmada_quota_bindings_unclassified",
 		"karmada_quota_bindings_waiting",
 		"karmada_quota_bindings_waiting_oldest_timestamp_seconds",
+		"karmada_quota_cluster_running",
 		"karmada_quota_cluster_used",
 		"karmada_quota_drift_repaired_total",
 		"karmada_quota_hard",
+		"karmada_quota_members_running_more",
 		"karmada_quota_metadata_generation",
 		"karmada_quota_reconcile_duration_seconds",
 		"karmada_quota_reservations_expired_total",
@@ -56,15 +59,18 @@ type fakeStoredQuotas []StoredQuota
 
 func (f fakeStoredQuotas) StoredQuotas() []StoredQuota { return f }
 
-// teamQuota is one quota as the leader exports it: two limits, one member cluster, one binding waiting.
+// teamQuota is one quota as the leader exports it: two limits, one member cluster running more than charged,
+// one binding waiting.
 var teamQuota = QuotaSnapshot{
 	Namespace: "team-a", Name: "team",
-	Hard:          map[string]float64{"cpu": 10, "pods": 20},
-	Used:          map[string]float64{"cpu": 1.5, "pods": 3},
-	Reserved:      map[string]float64{"cpu": 0.5, "pods": 1},
-	Clusters:      map[string]map[string]float64{"member1": {"cpu": 1.5, "pods": 3}},
-	Waiting:       1,
-	OldestWaiting: time.Unix(1700000000, 0),
+	Hard:               map[string]float64{"cpu": 10, "pods": 20},
+	Used:               map[string]float64{"cpu": 1.5, "pods": 3},
+	Reserved:           map[string]float64{"cpu": 0.5, "pods": 1},
+	Clusters:           map[string]map[string]float64{"member1": {"cpu": 1.5, "pods": 3}},
+	ClustersRunning:    map[string]map[string]float64{"member1": {"cpu": 2.5, "pods": 4}},
+	MembersRunningMore: ptr.To(1.0),
+	Waiting:            1,
+	OldestWaiting:      time.Unix(1700000000, 0),
 }
 
 // webhookRegistry is what quota-webhook serves on /metrics, karmada_quota_* only: its registration alone, as the
@@ -154,6 +160,9 @@ func TestSeriesAtZeroFromTheStart(t *testing.T) {
 		"karmada_quota_admission_requests_total{kind=KarmadaQuota,operation=UPDATE,reason=,result=allowed}",
 		"karmada_quota_admission_requests_total{kind=ResourceBinding,operation=CREATE,reason=,result=allowed}",
 		"karmada_quota_admission_requests_total{kind=ResourceBinding,operation=UPDATE,reason=,result=allowed}",
+		"karmada_quota_admission_requests_total{kind=ResourceTemplate,operation=UPDATE,reason=,result=allowed}",
+		"karmada_quota_admission_requests_total{kind=Work,operation=CREATE,reason=,result=allowed}",
+		"karmada_quota_admission_requests_total{kind=Work,operation=UPDATE,reason=,result=allowed}",
 		"karmada_quota_status_write_conflicts_total{writer=webhook}",
 	}
 	// The controller's writer label is created by the controller's registration, which another test of this
@@ -194,7 +203,7 @@ func TestRegisterTwice(t *testing.T) {
 func TestQuotaCollector(t *testing.T) {
 	idle := teamQuota
 	idle.Name, idle.Waiting, idle.OldestWaiting = "idle", 0, time.Time{}
-	idle.Clusters = nil
+	idle.Clusters, idle.ClustersRunning, idle.MembersRunningMore = nil, nil, nil
 	scoped := teamQuota
 	scoped.Name, scoped.Unclassified = "scoped", 2
 	c := &quotaCollector{}
@@ -214,6 +223,12 @@ karmada_quota_bindings_waiting{namespace="team-a",quota="team"} 1
 # TYPE karmada_quota_bindings_waiting_oldest_timestamp_seconds gauge
 karmada_quota_bindings_waiting_oldest_timestamp_seconds{namespace="team-a",quota="scoped"} 1.7e+09
 karmada_quota_bindings_waiting_oldest_timestamp_seconds{namespace="team-a",quota="team"} 1.7e+09
+# HELP karmada_quota_cluster_running What the pods of a quota's namespace request in one member cluster, read from the member, in base units: above cluster_used, the member runs more than the quota charges.
+# TYPE karmada_quota_cluster_running gauge
+karmada_quota_cluster_running{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 2.5
+karmada_quota_cluster_running{cluster="member1",namespace="team-a",quota="scoped",resource="pods"} 4
+karmada_quota_cluster_running{cluster="member1",namespace="team-a",quota="team",resource="cpu"} 2.5
+karmada_quota_cluster_running{cluster="member1",namespace="team-a",quota="team",resource="pods"} 4
 # HELP karmada_quota_cluster_used Observed usage against a quota in one member cluster, in base units.
 # TYPE karmada_quota_cluster_used gauge
 karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 1.5
@@ -228,10 +243,14 @@ karmada_quota_hard{namespace="team-a",quota="scoped",resource="cpu"} 10
 karmada_quota_hard{namespace="team-a",quota="scoped",resource="pods"} 20
 karmada_quota_hard{namespace="team-a",quota="team",resource="cpu"} 10
 karmada_quota_hard{namespace="team-a",quota="team",resource="pods"} 20
+# HELP karmada_quota_members_running_more 1 while some member cluster has run more than a quota charges there for longer than the controller's grace (its MembersWithinQuota condition is False), 0 while not. Absent while the members are not read.
+# TYPE karmada_quota_members_running_more gauge
+karmada_quota_members_running_more{namespace="team-a",quota="scoped"} 1
+karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"karmada_quota_bindings_unclassified", "karmada_quota_bindings_waiting", "karmada_quota_bindings_waiting_oldest_timestamp_seconds",
-		"karmada_quota_cluster_used", "karmada_quota_hard"); err != nil {
+		"karmada_quota_cluster_running", "karmada_quota_cluster_used", "karmada_quota_hard", "karmada_quota_members_running_more"); err != nil {
 		t.Error(err)
 	}
 

@@ -1,9 +1,11 @@
-// Package scheme is the one runtime.Scheme the binaries share: Kubernetes' built-in types, Karmada's work and
-// policy APIs, and KarmadaQuota.
+// Package scheme is the one runtime.Scheme the binaries share: Kubernetes' built-in types, Karmada's clusters,
+// work (Works and bindings) and policy APIs, and KarmadaQuota.
 package scheme
 
 import (
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -17,6 +19,8 @@ var Scheme = runtime.NewScheme()
 
 var builder = runtime.NewSchemeBuilder(
 	clientgoscheme.AddToScheme,
+	clusterv1alpha1.AddToScheme,
+	workv1alpha1.AddToScheme,
 	workv1alpha2.AddToScheme,
 	policyv1alpha1.AddToScheme,
 	quotav1alpha1.AddToScheme,

@@ -9,7 +9,7 @@
 //
 // No snapshot of the rendering is kept: it would be rewritten on every change and prove nothing. `make test-chart`
 // runs the package, passing the CRDs of the custom resources the chart renders (ServiceMonitor, PrometheusRule,
-// Certificate, Issuer) in CHART_TEST_CRDS; `make chart-crds` prints that variable for running it directly.
+// Certificate, Issuer, ClusterPropagationPolicy) in CHART_TEST_CRDS; `make chart-crds` prints that variable for running it directly.
 package chart
 
 import (
@@ -163,7 +163,7 @@ var (
 )
 
 // checker returns a kubeschema.Checker that knows the chart's own CRD (from the install ConfigMap, which it checks
-// first) and the CRDs of ServiceMonitor, PrometheusRule, Certificate and Issuer.
+// first) and the CRDs of ServiceMonitor, PrometheusRule, Certificate, Issuer and ClusterPropagationPolicy.
 func checker(t reporter, r *rendering) *kubeschema.Checker {
 	t.Helper()
 	externalCRDsOnce.Do(func() {

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apitypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -862,16 +863,28 @@ func clusterReady(g Gomega, name string) bool {
 	return meta.IsStatusConditionTrue(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
 }
 
-// unblockUnjoin scales every Deployment whose binding still places replicas on a member Karmada is deleting back to
-// the replicas it has placed, so that the scheduler's move off the member asks for nothing more and the quota
-// admits it. It returns the Deployments it scaled.
+// unblockUnjoin does what an admin draining a member Karmada is deleting does. In the spec's namespace it scales
+// every Deployment whose binding still places replicas there back to the replicas it has placed, so that the
+// scheduler's move off the member asks for nothing more and the quota admits it. Elsewhere, it asks the scheduler
+// to place again every binding still placing there: with its Failover feature gate off (the default) Karmada
+// moves a binding off a deleted cluster only when something else makes it schedule the binding, and bindings other
+// specs left idle would hold the Cluster. It returns what it did.
 func unblockUnjoin(ns, member string) []string {
 	GinkgoHelper()
 	var bindings workv1alpha2.ResourceBindingList
-	Expect(karmada.List(ctx, &bindings, client.InNamespace(ns))).To(Succeed())
+	Expect(karmada.List(ctx, &bindings)).To(Succeed())
 	var scaled []string
 	for _, rb := range bindings.Items {
-		if !rb.Spec.TargetContains(member) || rb.Spec.Resource.Kind != "Deployment" {
+		if !rb.Spec.TargetContains(member) {
+			continue
+		}
+		if rb.Namespace != ns {
+			patch := fmt.Sprintf(`{"spec":{"rescheduleTriggeredAt":%q}}`, time.Now().UTC().Format(time.RFC3339))
+			Expect(karmada.Patch(ctx, &rb, client.RawPatch(apitypes.MergePatchType, []byte(patch)))).To(Succeed())
+			scaled = append(scaled, fmt.Sprintf("%s/%s rescheduled", rb.Namespace, rb.Name))
+			continue
+		}
+		if rb.Spec.Resource.Kind != "Deployment" {
 			continue
 		}
 		replicas := placedReplicas(&rb)
@@ -900,23 +913,32 @@ func unjoinBlockers(g Gomega, member string) string {
 		}
 		blockers = append(blockers, fmt.Sprintf("execution namespace %s (%s) with %d Works %v", space, ns.Status.Phase, len(names), names))
 	}
-	placing := func(what string, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) {
+	placing := func(what string, obj metav1.Object, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) {
 		if spec.TargetContains(member) {
-			blockers = append(blockers, fmt.Sprintf("%s placing %v (Scheduled: %s)", what, spec.Clusters,
-				conditionText(meta.FindStatusCondition(status.Conditions, workv1alpha2.Scheduled))))
+			blockers = append(blockers, fmt.Sprintf("%s placing %v (Scheduled: %s; deleting since %v, finalizers %v)",
+				what, spec.Clusters, conditionText(meta.FindStatusCondition(status.Conditions, workv1alpha2.Scheduled)),
+				obj.GetDeletionTimestamp(), obj.GetFinalizers()))
 		}
 	}
 	var rbs workv1alpha2.ResourceBindingList
 	g.Expect(karmada.List(ctx, &rbs)).To(Succeed())
 	for i := range rbs.Items {
 		rb := &rbs.Items[i]
-		placing("ResourceBinding "+rb.Namespace+"/"+rb.Name, &rb.Spec, &rb.Status)
+		// Where its namespace is: a CI run saw bindings of a namespace its spec had deleted long before.
+		namespace := "exists"
+		var ns corev1.Namespace
+		if err := karmada.Get(ctx, client.ObjectKey{Name: rb.Namespace}, &ns); err != nil {
+			namespace = err.Error()
+		} else if ns.DeletionTimestamp != nil {
+			namespace = fmt.Sprintf("deleting since %v: %v", ns.DeletionTimestamp, ns.Status.Conditions)
+		}
+		placing(fmt.Sprintf("ResourceBinding %s/%s (namespace: %s)", rb.Namespace, rb.Name, namespace), rb, &rb.Spec, &rb.Status)
 	}
 	var crbs workv1alpha2.ClusterResourceBindingList
 	g.Expect(karmada.List(ctx, &crbs)).To(Succeed())
 	for i := range crbs.Items {
 		crb := &crbs.Items[i]
-		placing("ClusterResourceBinding "+crb.Name, &crb.Spec, &crb.Status)
+		placing("ClusterResourceBinding "+crb.Name, crb, &crb.Spec, &crb.Status)
 	}
 	if len(blockers) == 0 {
 		return "nothing Karmada waits for (its cluster controller rechecks every few seconds)"

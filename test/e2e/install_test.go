@@ -71,7 +71,13 @@ var _ = Describe("karmada-quota installed with its Helm chart", Ordered, Serial,
 		for _, w := range conf.Webhooks {
 			Expect(*w.ClientConfig.URL).To(HavePrefix("https://karmada-quota-webhook.karmada-system.svc:443/"))
 			Expect(w.ClientConfig.CABundle).To(Equal(serving.Data["ca.crt"]))
-			Expect(*w.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+			// Fail closed, except the resource template gate: it only brings forward a refusal the binding and Work
+			// gates enforce.
+			policy := admissionregistrationv1.Fail
+			if w.Name == admission.TemplateWebhook {
+				policy = admissionregistrationv1.Ignore
+			}
+			Expect(*w.FailurePolicy).To(Equal(policy), w.Name)
 		}
 
 		By("the controller leads, holding the Lease in the karmada-apiserver, as its own service account")

@@ -28,8 +28,7 @@ import (
 	"sync"
 	"time"
 
-	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
-	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
+	configv1alpha1 "github.com/karmada-io/karmada/pkg/apis/config/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -49,8 +48,7 @@ var Scheme = runtime.NewScheme()
 func init() {
 	utilruntime.Must(scheme.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
-	utilruntime.Must(clusterv1alpha1.AddToScheme(Scheme))
-	utilruntime.Must(workv1alpha1.AddToScheme(Scheme))
+	utilruntime.Must(configv1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(operatorv1alpha1.AddToScheme(Scheme))
 }
 

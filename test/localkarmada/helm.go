@@ -67,7 +67,11 @@ func (e *Environment) QuotaValues(extra map[string]any) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	values := map[string]any{"image": map[string]any{"registry": registry, "tag": tag}}
+	values := map[string]any{
+		"image": map[string]any{"registry": registry, "tag": tag},
+		// The members are read every few seconds here, so that a demo or a test sees them without waiting a minute.
+		"controller": map[string]any{"memberSampling": map[string]any{"interval": "5s", "grace": "15s"}},
+	}
 	mergeValues(values, extra)
 	return values, nil
 }

@@ -28,6 +28,8 @@ type Options struct {
 	RequeueCooldown         time.Duration
 	SettleInterval          time.Duration
 	SettleBacklog           int
+	MemberSampleInterval    time.Duration
+	MemberGrace             time.Duration
 	// Certs manage the webhook's certificates; HostKubeconfig reaches the host cluster, where their Secrets live.
 	Certs          certs.Options
 	HostKubeconfig string
@@ -52,6 +54,8 @@ func NewOptions() *Options {
 		RequeueCooldown:         30 * time.Second,
 		SettleInterval:          controller.DefaultSettleInterval,
 		SettleBacklog:           controller.DefaultSettleBacklog,
+		MemberSampleInterval:    time.Minute,
+		MemberGrace:             2 * time.Minute,
 		Certs:                   certs.NewOptions(),
 	}
 }
@@ -84,6 +88,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How many reservations a quota may hold before a binding change recounts it without waiting for --settle-interval.")
 	// Hidden: a tuning knob of the pacing, measured once (docs/performance.md); --settle-interval is the one to reach for.
 	_ = fs.MarkHidden("settle-backlog")
+	fs.DurationVar(&o.MemberSampleInterval, "member-sample-interval", o.MemberSampleInterval,
+		"How often the pods of every Ready member cluster are read through Karmada's cluster proxy (one paged list of "+
+			"the pods that have not terminated, per member) and shown next to what each quota charges there. 0 reads none.")
+	fs.DurationVar(&o.MemberGrace, "member-grace", o.MemberGrace,
+		"How long a member may run more than a quota charges there before the quota's MembersWithinQuota condition turns False: "+
+			"a rolling update runs its surge pods for a while.")
 	o.Certs.AddFlags(fs)
 	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig,
 		"Kubeconfig of the host cluster, where the certificate Secrets live; read only when --webhook-cert-mode is not none. Empty: $KUBECONFIG, else the pod's in-cluster config.")
@@ -93,12 +103,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // the flags, so Validate and Run cannot disagree about them.
 func (o *Options) ControllerOptions() controller.Options {
 	return controller.Options{
-		ResyncPeriod:    o.ResyncPeriod,
-		Workers:         o.Workers,
-		RequeueCooldown: o.RequeueCooldown,
-		SettleInterval:  o.SettleInterval,
-		SettleBacklog:   o.SettleBacklog,
-		Clock:           clock.RealClock{},
+		ResyncPeriod:         o.ResyncPeriod,
+		Workers:              o.Workers,
+		RequeueCooldown:      o.RequeueCooldown,
+		SettleInterval:       o.SettleInterval,
+		SettleBacklog:        o.SettleBacklog,
+		MemberSampleInterval: o.MemberSampleInterval,
+		MemberGrace:          o.MemberGrace,
+		Clock:                clock.RealClock{},
 	}
 }
 

@@ -162,6 +162,8 @@ func TestOptionsAddFlags(t *testing.T) {
 		"--workers=8",
 		"--requeue-cooldown=1m",
 		"--settle-interval=2s",
+		"--member-sample-interval=30s",
+		"--member-grace=5m",
 		"--kube-api-qps=20.5",
 		"--kube-api-burst=40",
 		"--graceful-shutdown-timeout=45s",
@@ -191,6 +193,8 @@ func TestOptionsAddFlags(t *testing.T) {
 		RequeueCooldown:         time.Minute,
 		SettleInterval:          2 * time.Second,
 		SettleBacklog:           controller.DefaultSettleBacklog,
+		MemberSampleInterval:    30 * time.Second,
+		MemberGrace:             5 * time.Minute,
 		Certs:                   certs.NewOptions(),
 		HostKubeconfig:          "/etc/host/kubeconfig",
 	}
@@ -210,8 +214,11 @@ func TestOptionsControllerOptions(t *testing.T) {
 	o.Workers = 3
 	o.RequeueCooldown = 12 * time.Second
 	o.SettleInterval = time.Second
+	o.MemberSampleInterval = 0
+	o.MemberGrace = 3 * time.Minute
 	got := o.ControllerOptions()
-	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second, SettleInterval: time.Second, SettleBacklog: controller.DefaultSettleBacklog}
+	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second, SettleInterval: time.Second,
+		SettleBacklog: controller.DefaultSettleBacklog, MemberGrace: 3 * time.Minute}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(controller.Options{}, "Clock")); diff != "" {
 		t.Errorf("controller options (-want +got):\n%s", diff)
 	}

@@ -48,11 +48,12 @@ func ParseObjects(manifest []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // applyOrder ranks kinds so that nothing is applied before what it refers to: namespaces and the CRD first,
-// then identities, then the roles they are bound to, then the bindings; then the admission policy that keeps a
-// quota's status to those identities (it matches the CRD's resource), and its binding.
+// then identities, then the roles they are bound to, then the bindings, then the policy propagating the roles
+// the controller needs in the members; then the admission policy that keeps a quota's status to those identities
+// (it matches the CRD's resource), and its binding.
 var applyOrder = []string{
 	"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
-	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+	"ClusterPropagationPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 }
 
 func rank(obj *unstructured.Unstructured) int {
@@ -191,6 +192,8 @@ var prunedKinds = []schema.GroupVersionKind{
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	// Rendered only while the controller reads the members.
+	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "ClusterPropagationPolicy"},
 	// Rendered only with least-privilege identities: turning them off must not leave the components, now running
 	// as the admin, unable to write status.
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},

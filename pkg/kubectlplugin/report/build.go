@@ -45,7 +45,11 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 	clusters := append([]quotav1alpha1.ClusterUsage(nil), q.Status.Clusters...)
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
 	for _, c := range clusters {
-		out.Clusters = append(out.Clusters, ClusterUsage{Cluster: c.Name, Used: render(ledger, ledger.ParseStatus(c.Used))})
+		usage := ClusterUsage{Cluster: c.Name, Used: render(ledger, ledger.ParseStatus(c.Used))}
+		if c.Running != nil {
+			usage.Running = render(ledger, ledger.ParseStatus(c.Running))
+		}
+		out.Clusters = append(out.Clusters, usage)
 	}
 
 	for i := range bindings {

@@ -61,6 +61,8 @@ func TestDescribe(t *testing.T) {
 		cluster("member2", list("cpu", "1500m", "requests.memory", "1Gi", "pods", "3")),
 		cluster("member1", list("cpu", "2", "requests.memory", "2Gi", "pods", "2")),
 	}
+	// member1 was read: its pods request more CPU than is charged there.
+	teamA.Status.Clusters[1].Running = list("cpu", "2500m", "requests.memory", "2Gi", "pods", "3")
 	someBinding := utiltesting.MakeBinding("team-a", "other").Obj()
 
 	cases := map[string]struct {
@@ -99,7 +101,8 @@ func TestDescribe(t *testing.T) {
 					{Name: "requests.memory", Used: "3Gi", Reserved: "0", Hard: "20Gi", Available: "17Gi", UsedPercent: 15},
 				},
 				Clusters: []ClusterUsage{
-					{Cluster: "member1", Used: map[string]string{"cpu": "2", "requests.memory": "2Gi", "pods": "2"}},
+					{Cluster: "member1", Used: map[string]string{"cpu": "2", "requests.memory": "2Gi", "pods": "2"},
+						Running: map[string]string{"cpu": "2500m", "requests.memory": "2Gi", "pods": "3"}},
 					{Cluster: "member2", Used: map[string]string{"cpu": "1500m", "requests.memory": "1Gi", "pods": "3"}},
 				},
 				Waiting: []Waiting{

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -87,11 +88,37 @@ func WriteQuota(out io.Writer, q Quota) error {
 		w.line(0, "Usage per member cluster:\t<none>\n")
 	} else {
 		w.line(0, "Usage per member cluster:\n")
-		w.line(1, "Cluster\tResource\tUsed\n")
-		w.line(1, "-------\t--------\t----\n")
+		read := slices.ContainsFunc(q.Clusters, func(c ClusterUsage) bool { return c.Running != nil })
+		if !read {
+			w.line(1, "Cluster\tResource\tUsed\n")
+			w.line(1, "-------\t--------\t----\n")
+		} else {
+			// What the member's pods request, read from the member, next to what the quota charges there.
+			w.line(1, "Cluster\tResource\tUsed\tRunning\n")
+			w.line(1, "-------\t--------\t----\t-------\n")
+		}
 		for _, c := range q.Clusters {
-			for _, name := range sortedKeys(c.Used) {
-				w.line(1, "%s\t%s\t%s\n", c.Cluster, name, c.Used[name])
+			names := sortedKeys(c.Used)
+			for _, name := range sortedKeys(c.Running) {
+				if _, ok := c.Used[name]; !ok {
+					names = append(names, name)
+				}
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				used := c.Used[name]
+				if used == "" {
+					used = "0"
+				}
+				if !read {
+					w.line(1, "%s\t%s\t%s\n", c.Cluster, name, used)
+					continue
+				}
+				running := c.Running[name]
+				if c.Running == nil {
+					running = "<not read>"
+				}
+				w.line(1, "%s\t%s\t%s\t%s\n", c.Cluster, name, used, running)
 			}
 		}
 	}

@@ -66,6 +66,33 @@ func TestWriteQuota(t *testing.T) {
 				"  ok-deployment     Deployment/ok     1 × (no requests)                        nothing: fits here (another quota refuses it, or it is about to be requeued)",
 			),
 		},
+		"the members read: what they run next to what is charged": {
+			quota: Quota{
+				Namespace: "team-d", Name: "team-d",
+				Status:    Status{State: Current},
+				Resources: []Resource{{Name: "requests.cpu", Used: "4", Reserved: "0", Hard: "10"}},
+				Clusters: []ClusterUsage{
+					{Cluster: "member1", Used: map[string]string{"requests.cpu": "2"}, Running: map[string]string{"requests.cpu": "5"}},
+					{Cluster: "member2", Used: map[string]string{"requests.cpu": "2"}},
+					{Cluster: "member3", Used: map[string]string{}, Running: map[string]string{"requests.cpu": "1"}},
+				},
+			},
+			want: lines(
+				"Name:         team-d",
+				"Namespace:    team-d",
+				"Status:       status is current (Ready, observed generation 0)",
+				"Resource      Used  Reserved  Hard",
+				"--------      ----  --------  ----",
+				"requests.cpu  4     0         10",
+				"Usage per member cluster:",
+				"  Cluster  Resource      Used  Running",
+				"  -------  --------      ----  -------",
+				"  member1  requests.cpu  2     5",
+				"  member2  requests.cpu  2     <not read>",
+				"  member3  requests.cpu  0     1",
+				"Bindings waiting on this quota:  <none>",
+			),
+		},
 		"behind spec, nothing per cluster, nothing waiting": {
 			quota: Quota{
 				Namespace: "team-c", Name: "team-c",

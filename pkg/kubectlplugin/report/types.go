@@ -86,6 +86,8 @@ type Resource struct {
 type ClusterUsage struct {
 	Cluster string            `json:"cluster"`
 	Used    map[string]string `json:"used"`
+	// Running is what the namespace's pods there request, read from the member; absent when it was not read.
+	Running map[string]string `json:"running,omitempty"`
 }
 
 // Waiting is a binding the scheduler could not place because a quota refused it, as one quota sees it.

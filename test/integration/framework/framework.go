@@ -9,27 +9,21 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 
-	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 )
 
-// Scheme knows every type the tests read and write.
+// Scheme knows every type the tests read and write: the binaries' types, and CRDs.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
+		scheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
-		workv1alpha2.AddToScheme,
-		policyv1alpha1.AddToScheme,
-		quotav1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err

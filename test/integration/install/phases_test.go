@@ -229,17 +229,24 @@ var _ = Describe("Install phases", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc)).To(Succeed())
 			Expect(vwc).To(haveLabels(in.Config.Labels))
-			Expect(vwc.Webhooks).To(HaveLen(2))
+			Expect(vwc.Webhooks).To(HaveLen(4))
 			url := "https://" + release + "-webhook." + ns + ".svc:443"
 			Expect(in.Config.Webhook.URL).To(Equal(url))
 			for _, w := range vwc.Webhooks {
 				Expect(*w.ClientConfig.URL).To(HavePrefix(url + "/"))
 				Expect(w.ClientConfig.CABundle).To(Equal(serving.Data["ca.crt"]))
-				Expect(*w.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+				// Fail closed, except the resource template gate, which only brings a refusal forward.
+				policy := admissionregistrationv1.Fail
+				if w.Name == admission.TemplateWebhook {
+					policy = admissionregistrationv1.Ignore
+				}
+				Expect(*w.FailurePolicy).To(Equal(policy), w.Name)
 			}
-			Expect(*w(vwc, "resourcebinding.quota.karmada.io").TimeoutSeconds).To(Equal(int32(7)))
-			Expect(*w(vwc, "resourcebinding.quota.karmada.io").ClientConfig.URL).To(Equal(url + admission.ResourceBindingPath))
-			Expect(*w(vwc, "karmadaquota.quota.karmada.io").ClientConfig.URL).To(Equal(url + admission.KarmadaQuotaPath))
+			Expect(*w(vwc, admission.BindingWebhook).TimeoutSeconds).To(Equal(int32(7)))
+			Expect(*w(vwc, admission.BindingWebhook).ClientConfig.URL).To(Equal(url + admission.ResourceBindingPath))
+			Expect(*w(vwc, admission.QuotaWebhook).ClientConfig.URL).To(Equal(url + admission.KarmadaQuotaPath))
+			Expect(*w(vwc, admission.WorkWebhook).ClientConfig.URL).To(Equal(url + admission.WorkPath))
+			Expect(*w(vwc, admission.TemplateWebhook).ClientConfig.URL).To(Equal(url + admission.ResourceTemplatePath))
 
 			By("quota-controller, as its own identity, keeps the caBundle in sync")
 			for i := range vwc.Webhooks {

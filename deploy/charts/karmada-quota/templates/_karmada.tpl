@@ -131,6 +131,53 @@ rules:
   - apiGroups: [quota.karmada.io]
     resources: [karmadaquotas, karmadaquotas/status]
     verbs: [get, list, watch]
+{{- if not (has (toString .Values.controller.memberSampling.interval) (list "0" "0s")) }}
+---
+# What the controller reads in every member, through Karmada's cluster proxy as its own identity (Karmada
+# impersonates it in the member): the pods, to show what the members run next to what each quota charges.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: karmada-quota-member-pods
+  labels:
+    {{- $labels | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: karmada-quota-member-pods
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: karmada-quota-member-pods
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "karmada-quota.karmadaServiceAccount" "controller" }}
+    namespace: {{ $ns }}
+---
+# Both to every member cluster, present and future.
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata:
+  name: karmada-quota-member-pods
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  resourceSelectors:
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRole
+      name: karmada-quota-member-pods
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRoleBinding
+      name: karmada-quota-member-pods
+  placement: {}
+{{- end }}
 {{- if .Values.businessRoles.readResourceBindings }}
 ---
 # What `kubectl karmada quota describe` and `why` read to show which workloads wait for quota.

@@ -167,6 +167,11 @@ type ClusterUsage struct {
 	// Used in that cluster; keys mirror spec.hard.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
+	// Running is what the namespace's pods in that cluster request, read from the member itself through Karmada's
+	// cluster proxy: the pods that have not terminated, counted as the member's own ResourceQuota would count them,
+	// those Karmada did not put there included. Keys mirror spec.hard; absent when the member was not read.
+	// +optional
+	Running corev1.ResourceList `json:"running,omitempty"`
 }
 
 // KarmadaQuotaList is a list of KarmadaQuota.
@@ -186,3 +191,9 @@ const ConditionReady = "Ready"
 // ResourceQuotaEstimate feature gate, and a kind whose pod template karmada-quota cannot read): the quota counts
 // them nowhere rather than under a guessed class, and the webhook refuses their growth.
 const ConditionPriorityClassesKnown = "PriorityClassesKnown"
+
+// ConditionMembersWithinQuota reports whether the member clusters run no more than the quota charges there. False
+// names each cluster whose pods have requested more than its status.clusters[].used for longer than the controller's
+// grace (a rolling update runs its surge pods for a while): pods created in a member outside Karmada, or a workload
+// Karmada left behind. Unknown while the members have not been read.
+const ConditionMembersWithinQuota = "MembersWithinQuota"

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,6 +79,9 @@ func run() error {
 	server := mgr.GetWebhookServer()
 	server.Register(quotaadmission.ResourceBindingPath, admission.WithValidator[*workv1alpha2.ResourceBinding](mgr.GetScheme(), allowAll[*workv1alpha2.ResourceBinding]{}))
 	server.Register(quotaadmission.KarmadaQuotaPath, admission.WithValidator[*quotav1alpha1.KarmadaQuota](mgr.GetScheme(), allowAll[*quotav1alpha1.KarmadaQuota]{}))
+	server.Register(quotaadmission.WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(), allowAll[*workv1alpha1.Work]{}))
+	server.Register(quotaadmission.ResourceTemplatePath, &admission.Webhook{Handler: admission.HandlerFunc(
+		func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })})
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
