@@ -63,8 +63,8 @@ func rank(obj *unstructured.Unstructured) int {
 	return len(applyOrder)
 }
 
-// sorted returns the objects in apply order, keeping the manifest's order within a kind.
-func sorted(objects []*unstructured.Unstructured) []*unstructured.Unstructured {
+// Sorted returns the objects in apply order, keeping the manifest's order within a kind.
+func Sorted(objects []*unstructured.Unstructured) []*unstructured.Unstructured {
 	out := slices.Clone(objects)
 	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
 	return out

@@ -113,7 +113,7 @@ func (i *Installer) Prepare(ctx context.Context) error {
 	if err := i.ensureNamespace(ctx); err != nil {
 		return err
 	}
-	for _, obj := range sorted(i.Objects) {
+	for _, obj := range Sorted(i.Objects) {
 		change, err := apply(ctx, i.Karmada, obj, i.Config.Labels)
 		if err != nil {
 			return err
@@ -293,7 +293,7 @@ func (i *Installer) Cleanup(ctx context.Context) error {
 			errs = append(errs, client.IgnoreNotFound(i.Host.Delete(ctx, s)))
 		}
 	}
-	objects := sorted(i.Objects)
+	objects := Sorted(i.Objects)
 	slices.Reverse(objects)
 	for _, obj := range objects {
 		if obj.GetKind() == "Namespace" || (isCRD(obj) && !i.Config.Uninstall.RemoveCRD) {

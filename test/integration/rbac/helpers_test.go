@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,15 +58,9 @@ func installRenderedObjects() {
 	for _, ns := range []string{karmadaNamespace, teamNamespace} {
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	order := []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
-	objects := slices.Clone(in.Karmada)
-	slices.SortStableFunc(objects, func(a, b *unstructured.Unstructured) int {
-		return slices.Index(order, a.GetKind()) - slices.Index(order, b.GetKind())
-	})
 	kinds := map[string]bool{}
-	for _, obj := range objects {
-		Expect(slices.Contains(order, obj.GetKind())).To(BeTrue(), "the chart renders a %s the test does not know", obj.GetKind())
+	// In the installer's own order, so that nothing is applied before what it refers to.
+	for _, obj := range install.Sorted(in.Karmada) {
 		_, err := install.Apply(ctx, k8s, obj)
 		Expect(err).NotTo(HaveOccurred())
 		kinds[obj.GetKind()] = true
