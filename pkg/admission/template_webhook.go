@@ -87,7 +87,12 @@ func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstru
 	would := asking(&rb, w, nil)
 	would, current, err := v.classes.classify(ctx, would, &rb)
 	if err != nil {
-		return err
+		// A class that cannot be told is refused as the binding webhook refuses it; a read that failed is not this
+		// gate's to fail closed on.
+		if apierrors.ReasonForError(err) == ReasonPriorityClassUnknown {
+			return err
+		}
+		return nil
 	}
 	newUsage, err := usage.Of(would)
 	if err != nil {

@@ -190,8 +190,8 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, cluster string, wor
 }
 
 // binding is the ResourceBinding a Work was rendered from, as the apiserver has it now. A Work that names none in
-// the namespace of its manifests, or one that is gone, was admitted nothing: it gets an unplaced binding of its
-// (first) workload.
+// the namespace of its manifests, one that is gone, or one bound to another object (a Work written by hand to
+// borrow another workload's admission) was admitted nothing: it gets an unplaced binding of its (first) workload.
 func (v *WorkValidator) binding(ctx context.Context, work *workv1alpha1.Work, workload workv1alpha2.ObjectReference) (*workv1alpha2.ResourceBinding, error) {
 	namespace := workload.Namespace
 	none := &workv1alpha2.ResourceBinding{
@@ -208,6 +208,9 @@ func (v *WorkValidator) binding(ctx context.Context, work *workv1alpha1.Work, wo
 			return none, nil
 		}
 		return nil, apierrors.NewInternalError(fmt.Errorf("binding %s/%s could not be read, so the write is refused (fail closed): %w", namespace, name, err))
+	}
+	if rb.Spec.Resource.Kind != workload.Kind || rb.Spec.Resource.Name != workload.Name {
+		return none, nil
 	}
 	return &rb, nil
 }

@@ -43,6 +43,8 @@ type Sampler struct {
 	mu sync.RWMutex
 	// samples are by member: what each governed namespace's pods request there.
 	samples map[string]map[string]Running
+	// sampled are the namespaces the last sample read: governed then.
+	sampled map[string]bool
 	clients map[string]kubernetes.Interface
 }
 
@@ -73,15 +75,19 @@ func (s *Sampler) Start(ctx context.Context) error {
 	}
 }
 
-// Running is what the pods of namespace request on each member that was read, and whether any was.
+// Running is what the pods of namespace request on each member that was read, and whether any was for this
+// namespace (a namespace whose first quota came after the last sample was not).
 func (s *Sampler) Running(namespace string) (map[string]Running, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if !s.sampled[namespace] || len(s.samples) == 0 {
+		return nil, false
+	}
 	out := map[string]Running{}
 	for cluster, byNamespace := range s.samples {
 		out[cluster] = byNamespace[namespace]
 	}
-	return out, len(s.samples) > 0
+	return out, true
 }
 
 func (s *Sampler) sampleAll(ctx context.Context) {
@@ -121,11 +127,11 @@ func (s *Sampler) sampleAll(ctx context.Context) {
 	}
 
 	s.mu.Lock()
-	previous := s.samples
-	s.samples = samples
+	previous, wasSampled := s.samples, s.sampled
+	s.samples, s.sampled = samples, governed
 	s.mu.Unlock()
 	for namespace := range governed {
-		if !sameNamespace(previous, samples, namespace) {
+		if !wasSampled[namespace] || !sameNamespace(previous, samples, namespace) {
 			s.changed(namespace)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -108,6 +109,18 @@ var _ = Describe("The Work and resource template gates", func() {
 
 	It("admits nothing to a Work that belongs to no binding, but lets a Work running no replicas through", func() {
 		expectQuotaExceeded(k8s.Create(ctx, work("member1", 1, "100m", false)))
+
+		// A Work naming web's binding but carrying another Deployment borrows nothing of web's admission.
+		borrowing := work("member1", 1, "100m", true)
+		other := &unstructured.Unstructured{}
+		Expect(other.UnmarshalJSON(borrowing.Spec.Workload.Manifests[0].Raw)).To(Succeed())
+		other.SetName("other")
+		raw, err := other.MarshalJSON()
+		Expect(err).NotTo(HaveOccurred())
+		borrowing.Name = names.GenerateWorkName("Deployment", "other", ns)
+		borrowing.Spec.Workload.Manifests[0].Raw = raw
+		status := expectQuotaExceeded(k8s.Create(ctx, borrowing))
+		Expect(status.ErrStatus.Message).To(ContainSubstring("no ResourceBinding of namespace %s", ns))
 
 		cm, err := json.Marshal(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
