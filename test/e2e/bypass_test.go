@@ -156,32 +156,17 @@ var _ = Describe("No bypass of the quota on the way to the members", func() {
 		installSleeperKind()
 		ns := newNamespace("bypass")
 		createQuota(ns, "team", list("cpu", "10"))
-		sleeper := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": sleeperGVK.GroupVersion().String(), "kind": sleeperGVK.Kind,
-			"metadata": map[string]any{"namespace": ns, "name": "batch"},
-			"spec": map[string]any{"replicas": int64(4), "template": map[string]any{"spec": map[string]any{
-				"containers": []any{map[string]any{"name": "app", "image": "app", "resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
-			}}},
-		}}
+		sleeper := sleeperObject(ns, "batch", 4, "2")
 		Expect(karmada.Create(ctx, sleeper)).To(Succeed())
 		Expect(karmada.Create(ctx, propagation(ns, "batch", sleeperGVK.GroupVersion().String(), sleeperGVK.Kind, divided()))).To(Succeed())
 
-		// Karmada's detector reads the template with the customizations it has loaded when the template comes: one
-		// created right after its customization can be bound as running no replicas, and stays so until its next
-		// change. Touching it, as a user re-applying it would, has the detector read it again.
-		touches := 0
 		Eventually(func(g Gomega) {
 			rb := &workv1alpha2.ResourceBinding{}
 			g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: bindingName("batch", sleeperGVK.Kind)}, rb)).To(Succeed())
-			if rb.Spec.ReplicaRequirements == nil {
-				touches++
-				patch := fmt.Sprintf(`{"metadata":{"annotations":{"touch":"%d"}}}`, touches)
-				g.Expect(karmada.Patch(ctx, sleeper.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
-			}
 			g.Expect(rb.Spec.ReplicaRequirements).NotTo(BeNil(), "Karmada read no requirements: the customization is not loaded")
 			g.Expect(rb.Spec.ReplicaRequirements.ResourceRequest.Cpu().String()).To(Equal("2"))
 			g.Expect(placedReplicas(rb)).To(Equal(int32(4)))
-		}).WithTimeout(timeout).WithPolling(2 * time.Second).Should(Succeed())
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		status := expectSettled(ns, "team")
 		expectSleepersCharged(ns, status, "2")
 
@@ -331,6 +316,37 @@ end`)},
 		},
 	}
 	Expect(client.IgnoreAlreadyExists(karmada.Create(ctx, ric))).To(Succeed())
+
+	// Karmada's detector reads a template with the customizations it has loaded when the template comes: a
+	// Sleeper created before karmada-controller-manager has this one is bound as running no replicas, and a CI
+	// run saw such a binding never placed once it learnt its replicas. A probe in a namespace of its own, touched
+	// until its binding carries requirements, says the customization is loaded.
+	probeNS := newNamespace("sleeper-probe")
+	probe := sleeperObject(probeNS, "probe", 1, "100m")
+	Expect(karmada.Create(ctx, probe)).To(Succeed())
+	Expect(karmada.Create(ctx, propagation(probeNS, "probe", sleeperGVK.GroupVersion().String(), sleeperGVK.Kind, duplicated()))).To(Succeed())
+	touches := 0
+	Eventually(func(g Gomega) {
+		rb := &workv1alpha2.ResourceBinding{}
+		g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: probeNS, Name: bindingName("probe", sleeperGVK.Kind)}, rb)).To(Succeed())
+		if rb.Spec.ReplicaRequirements == nil {
+			touches++
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"touch":"%d"}}}`, touches)
+			g.Expect(karmada.Patch(ctx, probe.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		}
+		g.Expect(rb.Spec.ReplicaRequirements).NotTo(BeNil(), "karmada-controller-manager has not loaded the customization yet")
+	}).WithTimeout(timeout).WithPolling(2 * time.Second).Should(Succeed())
+}
+
+// sleeperObject is a Sleeper of replicas, each requesting cpu.
+func sleeperObject(ns, name string, replicas int64, cpu string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": sleeperGVK.GroupVersion().String(), "kind": sleeperGVK.Kind,
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec": map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "app", "image": "app", "resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}},
+		}}},
+	}}
 }
 
 // expectSleepersCharged waits until the members hold the Sleepers at cpu per replica, and what they ask of each
