@@ -118,11 +118,12 @@ func (v *WorkValidator) workloads(ctx context.Context, work *workv1alpha1.Work) 
 }
 
 func (v *WorkValidator) decideNamespace(ctx context.Context, cluster string, work *workv1alpha1.Work, namespace string, workloads []manifest, before workloadsOf, update bool) error {
-	governed, err := v.admitter.Governed(ctx, namespace)
+	// One read of the namespace's quotas serves both the question whether any governs it and the decision.
+	list, err := v.admitter.known(ctx, namespace)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", namespace, err))
 	}
-	if !governed {
+	if len(list.Items) == 0 {
 		return nil
 	}
 	rb, err := v.binding(ctx, work, workloads[0].ref)
@@ -160,10 +161,6 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, cluster string, wor
 		}
 	}
 
-	list, err := v.admitter.known(ctx, namespace)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", namespace, err))
-	}
 	var found []string
 	for i := range list.Items {
 		l, err := quota.NewLedger(&list.Items[i])

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,19 +64,22 @@ func (v *memberView) render(key types.NamespacedName, status *quotav1alpha1.Karm
 		return nil, 0
 	}
 
-	byName := map[string]*quotav1alpha1.ClusterUsage{}
-	for i := range status.Clusters {
-		byName[status.Clusters[i].Name] = &status.Clusters[i]
-	}
-	var found []excess
+	// A member running pods the quota charges nothing for gets an entry too; then every member read has one.
 	for _, cluster := range sortedKeys(running) {
-		run := ledger.Limited(running[cluster].Charge(ledger.Selector))
-		c := byName[cluster]
-		if c == nil {
+		if !slices.ContainsFunc(status.Clusters, func(c quotav1alpha1.ClusterUsage) bool { return c.Name == cluster }) {
 			status.Clusters = append(status.Clusters, quotav1alpha1.ClusterUsage{Name: cluster})
-			c = &status.Clusters[len(status.Clusters)-1]
-			byName = reindex(status.Clusters)
 		}
+	}
+	sort.Slice(status.Clusters, func(i, j int) bool { return status.Clusters[i].Name < status.Clusters[j].Name })
+	var found []excess
+	for i := range status.Clusters {
+		c := &status.Clusters[i]
+		byClass, read := running[c.Name]
+		if !read {
+			continue
+		}
+		cluster := c.Name
+		run := ledger.Limited(byClass.Charge(ledger.Selector))
 		c.Running = ledger.RenderAll(run)
 		for _, name := range run.Names() {
 			if run[name] > charged[cluster][name] {
@@ -87,7 +90,6 @@ func (v *memberView) render(key types.NamespacedName, status *quotav1alpha1.Karm
 			}
 		}
 	}
-	sort.Slice(status.Clusters, func(i, j int) bool { return status.Clusters[i].Name < status.Clusters[j].Name })
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -133,14 +135,6 @@ func (v *memberView) forget(key types.NamespacedName) {
 	delete(v.over, key)
 }
 
-func reindex(clusters []quotav1alpha1.ClusterUsage) map[string]*quotav1alpha1.ClusterUsage {
-	out := make(map[string]*quotav1alpha1.ClusterUsage, len(clusters))
-	for i := range clusters {
-		out[clusters[i].Name] = &clusters[i]
-	}
-	return out
-}
-
 // describe renders excesses as "member1 runs cpu 3 where 2 is charged, ...".
 func describe(found []excess) string {
 	parts := make([]string, len(found))
@@ -148,15 +142,4 @@ func describe(found []excess) string {
 		parts[i] = fmt.Sprintf("%s runs %s %s where %s is charged", e.cluster, e.resource, e.running, e.charged)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// runningOf is status.clusters[].running by cluster, for the metrics.
-func runningOf(status *quotav1alpha1.KarmadaQuotaStatus) map[string]corev1.ResourceList {
-	out := map[string]corev1.ResourceList{}
-	for _, c := range status.Clusters {
-		if c.Running != nil {
-			out[c.Name] = c.Running
-		}
-	}
-	return out
 }

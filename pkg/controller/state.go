@@ -106,6 +106,12 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting waitingBindings) metrics.Qu
 	}
 	for _, c := range q.Status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)
+		if c.Running != nil {
+			if s.ClustersRunning == nil {
+				s.ClustersRunning = map[string]map[string]float64{}
+			}
+			s.ClustersRunning[c.Name] = floats(c.Running)
+		}
 	}
 	if c := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionMembersWithinQuota); c != nil && c.Status != metav1.ConditionUnknown {
 		more := 0.0
@@ -113,12 +119,6 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting waitingBindings) metrics.Qu
 			more = 1
 		}
 		s.MembersRunningMore = &more
-	}
-	if running := runningOf(&q.Status); len(running) > 0 {
-		s.ClustersRunning = map[string]map[string]float64{}
-		for cluster, list := range running {
-			s.ClustersRunning[cluster] = floats(list)
-		}
 	}
 	return s
 }
