@@ -178,7 +178,11 @@ test-integration: envtest-assets ## Integration tests against a real etcd + kube
 # running `make up`> runs it against that one instead.
 test-e2e: images local-kubelet local-karmada-tools ## End-to-end tests on a local Karmada with member clusters.
 	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
-		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color -ginkgo.label-filter='!unjoin'
+		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color
+
+.PHONY: bench-status-write
+bench-status-write: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What a quota status write costs kube-apiserver, against a placement, by status shape.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -run '^$$' -bench StatusWrite -benchtime $(or $(BENCHTIME),3000x) -count $(or $(COUNT),3) ./test/bench/internal/controlplane/
 
 .PHONY: bench-gates
 bench-gates: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What the Work and resource template gates add to a write through kube-apiserver, against no gate.

@@ -1,0 +1,257 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+)
+
+// statusWriters is how many writers write at once, each its own object, as the webhook and the controller write
+// the quotas of many namespaces in the spread workload (docs/performance.md).
+const statusWriters = 64
+
+// schemalessGroup serves a copy of the KarmadaQuota CRD whose status has no schema, to tell what validating and
+// tracking the schema costs from what writing an object of that size costs.
+const schemalessGroup = "schemaless.bench.karmada.io"
+
+// BenchmarkStatusWrite measures the kube-apiserver CPU one write costs: a quota status write, which the webhook
+// makes per admission that adds usage and the controller per settle, against a placement (the scheduler's
+// ResourceBinding patch, with no webhook), each by 64 concurrent writers on objects of their own. The status is
+// the one the spread workload writes (three reservations, two clusters, a condition, two field managers); then
+// the same bytes without a status schema, and a status of hard and used alone. `make bench-status-write` runs it.
+func BenchmarkStatusWrite(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := b.TempDir()
+	reg, err := proc.NewRegistry(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close()
+	cp, err := Start(ctx, reg, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	if err := installSchemaless(ctx, cp.Client); err != nil {
+		b.Fatal(err)
+	}
+
+	// Objects are made before b.Run, which calls its function again for every b.N it tries.
+	bindings := make([]*workv1alpha2.ResourceBinding, statusWriters)
+	for i := range bindings {
+		// As Karmada's detector creates it for a Deployment, unplaced.
+		rb, err := framework.CreateBinding(ctx, cp.Client, utiltesting.MakeBinding(namespace(ctx, b, cp, "placement", i), "web-deployment").
+			Replicas(2).Requests(framework.List("cpu", "500m", "memory", "64Mi")))
+		must(b, err)
+		bindings[i] = rb
+	}
+	b.Run("placement", func(b *testing.B) {
+		measure(b, cp, func(i, n int) error {
+			patch := fmt.Sprintf(`{"spec":{"clusters":[{"name":"member1","replicas":%d}]}}`, 1+n%2)
+			return cp.Client.Patch(ctx, bindings[i], client.RawPatch(types.MergePatchType, []byte(patch)))
+		})
+	})
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	for k, shape := range []struct {
+		name  string
+		group string
+		full  bool
+	}{
+		{"quota status", quotav1alpha1.GroupVersion.Group, true},
+		{"quota status without a status schema", schemalessGroup, true},
+		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false},
+	} {
+		quotas := make([]*unstructured.Unstructured, statusWriters)
+		for i := range quotas {
+			q := framework.Quota(namespace(ctx, b, cp, "status", i), fmt.Sprintf("team-%d", k), framework.List("cpu", "100", "memory", "100Gi"))
+			u := toUnstructured(b, q, shape.group)
+			must(b, cp.Client.Create(ctx, u))
+			q.Status = spreadStatus(q.Spec.Hard, shape.full, now)
+			must(b, unstructured.SetNestedField(u.Object, toUnstructured(b, q, shape.group).Object["status"], "status"))
+			must(b, cp.Client.Status().Update(ctx, u, client.FieldOwner("quota-controller")))
+			quotas[i] = u
+		}
+		b.Run(shape.name, func(b *testing.B) {
+			measure(b, cp, func(i, n int) error {
+				u := quotas[i]
+				q := &quotav1alpha1.KarmadaQuota{}
+				if err := apiruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, q); err != nil {
+					return err
+				}
+				// What each write changes: one reservation settled and one added (full), or used (hard and used).
+				if shape.full {
+					q.Status.Reservations = append(q.Status.Reservations[1:], reservation(n, now))
+				} else {
+					q.Status.Used = framework.List("cpu", fmt.Sprint(n%100), "memory", "1Gi")
+				}
+				m, err := apiruntime.DefaultUnstructuredConverter.ToUnstructured(q)
+				if err != nil {
+					return err
+				}
+				if err := unstructured.SetNestedField(u.Object, m["status"], "status"); err != nil {
+					return err
+				}
+				// Alternate writers, as the webhook and the controller alternate on a quota.
+				owner := []string{"quota-webhook", "quota-controller"}[n%2]
+				return cp.Client.Status().Update(ctx, u, client.FieldOwner(owner))
+			})
+		})
+	}
+}
+
+// measure runs b.N writes by statusWriters concurrent writers, writer i on object i, and reports the CPU
+// kube-apiserver and etcd spent per write.
+func measure(b *testing.B, cp *ControlPlane, write func(i, n int) error) {
+	b.Helper()
+	apiserver, etcd := cp.PIDs["kube-apiserver"], cp.PIDs["etcd"]
+	apiBefore, err := proc.CPUSeconds(apiserver)
+	must(b, err)
+	etcdBefore, err := proc.CPUSeconds(etcd)
+	must(b, err)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	b.SetParallelism((statusWriters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1)-1) % statusWriters
+		for n := 0; pb.Next(); n++ {
+			if err := write(i, n); err != nil {
+				failed.CompareAndSwap(nil, &err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	apiAfter, err := proc.CPUSeconds(apiserver)
+	must(b, err)
+	etcdAfter, err := proc.CPUSeconds(etcd)
+	must(b, err)
+	b.ReportMetric((apiAfter-apiBefore)*1000/float64(b.N), "apiserver-ms/op")
+	b.ReportMetric((etcdAfter-etcdBefore)*1000/float64(b.N), "etcd-ms/op")
+}
+
+// spreadStatus is a status as the spread workload leaves it between writes: reservations the controller has not
+// settled yet, usage on two members, Ready; or, without full, hard and used alone.
+func spreadStatus(hard corev1.ResourceList, full bool, now metav1.Time) quotav1alpha1.KarmadaQuotaStatus {
+	used := framework.List("cpu", "30", "memory", "30Gi")
+	if !full {
+		return quotav1alpha1.KarmadaQuotaStatus{Hard: hard, Used: used}
+	}
+	return quotav1alpha1.KarmadaQuotaStatus{
+		ObservedGeneration: 1,
+		Hard:               hard,
+		Used:               used,
+		Reserved:           framework.List("cpu", "3", "memory", "384Mi"),
+		Reservations:       []quotav1alpha1.Reservation{reservation(-1, now), reservation(-2, now), reservation(-3, now)},
+		Clusters: []quotav1alpha1.ClusterUsage{
+			{Name: "member1", Used: framework.List("cpu", "15", "memory", "15Gi")},
+			{Name: "member2", Used: framework.List("cpu", "15", "memory", "15Gi")},
+		},
+		Summary: "cpu: 30/100, memory: 30Gi/100Gi",
+		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Current",
+			Message: "status is current", LastTransitionTime: now}},
+	}
+}
+
+func reservation(n int, now metav1.Time) quotav1alpha1.Reservation {
+	return quotav1alpha1.Reservation{
+		ReservedBy: quotav1alpha1.ReservationOwner{APIVersion: workv1alpha2.SchemeGroupVersion.String(), Kind: "ResourceBinding",
+			Name: fmt.Sprintf("web-%d-deployment", n), UID: types.UID(fmt.Sprintf("6c3f3a52-0000-4000-8000-%012d", n&0xffffffff))},
+		Generation:     2,
+		Reserved:       framework.List("cpu", "1", "memory", "128Mi"),
+		ExpirationTime: now,
+	}
+}
+
+func toUnstructured(b *testing.B, q *quotav1alpha1.KarmadaQuota, group string) *unstructured.Unstructured {
+	b.Helper()
+	m, err := apiruntime.DefaultUnstructuredConverter.ToUnstructured(q)
+	must(b, err)
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(group + "/" + quotav1alpha1.GroupVersion.Version)
+	u.SetKind("KarmadaQuota")
+	return u
+}
+
+// namespace creates the i-th namespace of a case, once.
+func namespace(ctx context.Context, b *testing.B, cp *ControlPlane, prefix string, i int) string {
+	b.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, i)
+	err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	must(b, client.IgnoreAlreadyExists(err))
+	return name
+}
+
+// installSchemaless installs the KarmadaQuota CRD again in schemalessGroup, with its status left unvalidated and
+// untyped (x-kubernetes-preserve-unknown-fields), and waits until it is served.
+func installSchemaless(ctx context.Context, c client.Client) error {
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds",
+		"quota.karmada.io_karmadaquotas.yaml"))
+	if err != nil {
+		return err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		return err
+	}
+	crd.Name = crd.Spec.Names.Plural + "." + schemalessGroup
+	crd.Spec.Group = schemalessGroup
+	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	for i := range crd.Spec.Versions {
+		preserve := true
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = apiextensionsv1.JSONSchemaProps{
+			Type: "object", XPreserveUnknownFields: &preserve}
+	}
+	if err := c.Create(ctx, crd); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return false, err
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+func must(b *testing.B, errs ...error) {
+	b.Helper()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
