@@ -109,7 +109,7 @@ down: ## Stop everything `make up` started and remove its data (logs stay in .lo
 
 .PHONY: demo
 demo: up ## Walk through the quota user stories on the local Karmada, narrated.
-	go run ./hack/demo --dir $(LOCAL_KARMADA_DIR) --karmadactl $(KARMADA_BIN)/karmadactl --plugin $(BIN)/kubectl-karmada-quota
+	go run ./hack/local-karmada demo --dir $(LOCAL_KARMADA_DIR) --karmadactl $(KARMADA_BIN)/karmadactl --plugin $(BIN)/kubectl-karmada-quota
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions, CRD manifests, RBAC and the chart's values schema.

@@ -1,13 +1,13 @@
-// Command demo walks through karmada-quota's user stories on the local Karmada of `make up`, narrated: an admin
+// Package demo walks through karmada-quota's user stories on the local Karmada of `make up`, narrated: an admin
 // gives business A 100 CPU across all member clusters, a team deploys Divided and Duplicated workloads and watches
 // the usage, a deployment that would exceed the quota is refused, and scaling another one down lets it through
-// without anyone touching it. `make demo` runs it.
+// without anyone touching it. `make demo` runs it as a command of hack/local-karmada:
 //
-//	demo --dir .local/karmada --karmadactl PATH --plugin PATH
+//	local-karmada demo --dir .local/karmada --karmadactl PATH --plugin PATH
 //
 // Every claim it prints is read back from the running system, and every wait is bounded: a step that does not
 // happen fails the demo with what was awaited and what was last seen.
-package main
+package demo
 
 import (
 	"context"
@@ -46,14 +46,8 @@ type member struct {
 	client     client.Client
 }
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-func run(args []string) error {
+// Run runs the demo with its command-line arguments.
+func Run(args []string) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	dir := fset.String("dir", ".local/karmada", "Folder of the local Karmada started by `make up`.")
 	karmadactl := fset.String("karmadactl", "karmadactl", "Path of the karmadactl binary the demo runs.")

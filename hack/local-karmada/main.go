@@ -1,8 +1,10 @@
 // Command local-karmada starts and stops a real Karmada with member clusters as local processes, with
-// karmada-quota installed (see test/localkarmada). `make up` and `make down` run it.
+// karmada-quota installed (see test/localkarmada), and walks through the quota's user stories on it (hack/demo).
+// `make up`, `make down` and `make demo` run it.
 //
 //	local-karmada up   --dir DIR --tool-path DIR:DIR:... --kwok-stages FILE [--members N]
 //	local-karmada down --dir DIR
+//	local-karmada demo --dir DIR --karmadactl PATH --plugin PATH
 package main
 
 import (
@@ -17,10 +19,21 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/karmada-quota/karmada-quota/hack/demo"
 	"github.com/karmada-quota/karmada-quota/test/localkarmada"
 )
 
 func main() {
+	// The demo is a command of this binary, not one of its own: both link the same large dependency graph
+	// (test/localkarmada), and `make demo` then runs the executable `make up` built instead of linking another,
+	// which took as long as the demo itself.
+	if len(os.Args) > 1 && os.Args[1] == "demo" {
+		if err := demo.Run(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "local-karmada:", err)
 		os.Exit(1)
@@ -29,7 +42,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: local-karmada up|down [flags]")
+		return errors.New("usage: local-karmada up|down|demo [flags]")
 	}
 	fset := flag.NewFlagSet("local-karmada "+args[0], flag.ContinueOnError)
 	dir := fset.String("dir", ".local/karmada", "Folder of the environment: state, kubeconfigs, certificates, data, logs.")
@@ -70,7 +83,7 @@ func run(args []string) error {
 		fmt.Printf("stopped %d processes; logs kept in %s\n", len(env.Processes), filepath.Join(env.Dir, "logs"))
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q: use up or down", args[0])
+		return fmt.Errorf("unknown command %q: use up, down or demo", args[0])
 	}
 }
 
