@@ -903,13 +903,17 @@ func unblockUnjoin(ns, member string) []string {
 	Expect(karmada.List(ctx, &bindings)).To(Succeed())
 	var scaled []string
 	orphans := map[string][]workv1alpha2.ResourceBinding{}
+	gone := map[string]bool{} // namespace → gone, read once each
 	for _, rb := range bindings.Items {
 		if !rb.Spec.TargetContains(member) {
 			continue
 		}
 		if rb.Namespace != ns {
-			var namespace corev1.Namespace
-			if err := karmada.Get(ctx, client.ObjectKey{Name: rb.Namespace}, &namespace); apierrors.IsNotFound(err) {
+			if _, read := gone[rb.Namespace]; !read {
+				err := karmada.Get(ctx, client.ObjectKey{Name: rb.Namespace}, &corev1.Namespace{})
+				gone[rb.Namespace] = apierrors.IsNotFound(err)
+			}
+			if gone[rb.Namespace] {
 				orphans[rb.Namespace] = append(orphans[rb.Namespace], rb)
 				continue
 			}
