@@ -36,6 +36,9 @@ func TestBenchCorrectness(t *testing.T) {
 	opts.Workload.StormBindings = 8
 	opts.Workload.StormOps = 128
 	opts.SettleTimeout = 20 * time.Second
+	// Two rounds: the second runs every configuration again in namespaces of its own, in another order, on a
+	// control plane that already holds the first round's objects.
+	opts.Rounds = 2
 	opts.WorkDir = t.TempDir()
 	opts.Progress = testWriter{t}
 
@@ -55,52 +58,68 @@ func TestBenchCorrectness(t *testing.T) {
 	}
 	t.Log("\n" + string(md))
 
-	if len(rep.Configs) != len(harness.AllConfigs) {
-		t.Fatalf("%d configurations measured, want %d", len(rep.Configs), len(harness.AllConfigs))
+	if len(rep.Rounds) != opts.Rounds {
+		t.Fatalf("%d rounds measured, want %d", len(rep.Rounds), opts.Rounds)
 	}
-	for _, c := range rep.Configs {
-		if c.Err != nil {
-			t.Errorf("%s could not be measured: %v", c.Name, c.Err)
-			continue
+	for round, configs := range rep.Rounds {
+		if len(configs) != len(harness.AllConfigs) {
+			t.Fatalf("round %d: %d configurations measured, want %d", round+1, len(configs), len(harness.AllConfigs))
 		}
-		if len(c.Workloads) != 3 {
-			t.Errorf("%s: %d workloads measured, want 3", c.Name, len(c.Workloads))
-		}
-		for _, w := range c.Workloads {
-			if !strings.Contains(string(md), "| "+c.Name+" | "+w.Name+" | ") {
-				t.Errorf("the report has no row for %s, %s", c.Name, w.Name)
+		for i, c := range configs {
+			if c == nil || c.Key != harness.AllConfigs[i] || c.Round != round+1 {
+				t.Fatalf("round %d: result %d is %+v, want configuration %s of that round", round+1, i, c, harness.AllConfigs[i])
 			}
-			if w.Summary.Ops == 0 {
-				t.Errorf("%s, %s: no write was made", c.Name, w.Name)
+			checkConfig(t, c, opts, string(md))
+		}
+	}
+}
+
+// checkConfig checks one configuration's results in one round, and that the report shows them.
+func checkConfig(t *testing.T, c *harness.ConfigResult, opts harness.Options, md string) {
+	t.Helper()
+	if c.Err != nil {
+		t.Errorf("round %d: %s could not be measured: %v", c.Round, c.Name, c.Err)
+		return
+	}
+	if len(c.Workloads) != 3 {
+		t.Errorf("round %d: %s: %d workloads measured, want 3", c.Round, c.Name, len(c.Workloads))
+	}
+	for _, w := range c.Workloads {
+		// Round 1 has the full tables; every round has its figures in the table of rounds.
+		row := "| " + c.Name + " | " + w.Name + " | "
+		if n := strings.Count(md, row); n < 2 && c.Round == 1 {
+			t.Errorf("the report has %d rows for %s, %s; want one in the results and one in the table of rounds at least", n, c.Name, w.Name)
+		}
+		if w.Summary.Ops == 0 {
+			t.Errorf("round %d: %s, %s: no write was made", c.Round, c.Name, w.Name)
+		}
+		a := w.Audit
+		switch c.Key {
+		case harness.ConfigKarmadaQuota:
+			if a.OverQuotas != 0 {
+				t.Errorf("round %d: karmada-quota, %s: admitted past hard in %d quotas (%d milli-CPU over)", c.Round, w.Name, a.OverQuotas, a.Over)
 			}
-			a := w.Audit
-			switch c.Key {
-			case harness.ConfigKarmadaQuota:
-				if a.OverQuotas != 0 {
-					t.Errorf("karmada-quota, %s: admitted past hard in %d quotas (%d milli-CPU over)", w.Name, a.OverQuotas, a.Over)
-				}
-				if a.DriftQuotas != 0 {
-					t.Errorf("karmada-quota, %s: after settling, %d quotas drift (↑%dm ↓%dm)", w.Name, a.DriftQuotas, a.DriftUp, a.DriftDown)
-				}
-				// A write the apiserver gave up on after the webhook admitted it keeps its reservation until the
-				// TTL expires (by design: it can only refuse, never admit). Anything else must be settled.
-				if maxPending := int64(w.Summary.Failed()) * maxWriteMilliCPU; a.Pending > maxPending {
-					t.Errorf("karmada-quota, %s: %dm CPU still reserved after settling, more than the %d failed writes explain",
-						w.Name, a.Pending, w.Summary.Failed())
-				}
-			case harness.ConfigFRQ, harness.ConfigFRQRaised:
-				if w.Name != "scale storm" && a.OverQuotas != 0 {
-					t.Errorf("%s, %s: admitted past hard in %d quotas with one placement per binding", c.Name, w.Name, a.OverQuotas)
-				}
-				if a.OverQuotas != 0 || !a.Settled() {
-					t.Logf("finding, not a failure: %s, %s: %d quotas over hard (%dm CPU), %d drifting (↑%dm ↓%dm)",
-						c.Name, w.Name, a.OverQuotas, a.Over, a.DriftQuotas, a.DriftUp, a.DriftDown)
-				}
+			if a.DriftQuotas != 0 {
+				t.Errorf("round %d: karmada-quota, %s: after settling, %d quotas drift (↑%dm ↓%dm)", c.Round, w.Name, a.DriftQuotas, a.DriftUp, a.DriftDown)
+			}
+			// A write the apiserver gave up on after the webhook admitted it keeps its reservation until the
+			// TTL expires (by design: it can only refuse, never admit). Anything else must be settled.
+			if maxPending := int64(w.Summary.Failed()) * maxWriteMilliCPU; a.Pending > maxPending {
+				t.Errorf("round %d: karmada-quota, %s: %dm CPU still reserved after settling, more than the %d failed writes explain",
+					c.Round, w.Name, a.Pending, w.Summary.Failed())
+			}
+		case harness.ConfigFRQ, harness.ConfigFRQRaised:
+			if w.Name != "scale storm" && a.OverQuotas != 0 {
+				t.Errorf("round %d: %s, %s: admitted past hard in %d quotas with one placement per binding", c.Round, c.Name, w.Name, a.OverQuotas)
+			}
+			if a.OverQuotas != 0 || !a.Settled() {
+				t.Logf("finding, not a failure: round %d: %s, %s: %d quotas over hard (%dm CPU), %d drifting (↑%dm ↓%dm)",
+					c.Round, c.Name, w.Name, a.OverQuotas, a.Over, a.DriftQuotas, a.DriftUp, a.DriftDown)
 			}
 		}
-		if c.Key == harness.ConfigKarmadaQuota && !c.Settling.Exact {
-			t.Errorf("karmada-quota's statuses did not become exact within %s", opts.SettleTimeout)
-		}
+	}
+	if c.Key == harness.ConfigKarmadaQuota && !c.Settling.Exact {
+		t.Errorf("round %d: karmada-quota's statuses did not become exact within %s", c.Round, opts.SettleTimeout)
 	}
 }
 

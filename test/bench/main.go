@@ -45,6 +45,7 @@ func run(args []string) error {
 	)
 	scaleOpts := DefaultScaleOptions()
 	fs.IntVar(&scaleOpts.PerNamespace, "scale-bindings-per-namespace", scaleOpts.PerNamespace, "Bindings per namespace (one quota each) in --scale.")
+	fs.IntVar(&opts.Rounds, "rounds", opts.Rounds, "Times every configuration is measured, in fresh namespaces, the order rotated each round; the headline ratios are medians over the rounds.")
 	fs.IntVar(&opts.Workload.Writers, "writers", opts.Workload.Writers, "Concurrent placement writers.")
 	fs.IntVar(&opts.Workload.HotBindings, "hot-bindings", opts.Workload.HotBindings, "Bindings placed in the hot-quota namespace (the quota fits half).")
 	fs.IntVar(&opts.Workload.SpreadNamespaces, "spread-namespaces", opts.Workload.SpreadNamespaces, "Namespaces of the spread workload, one quota each.")

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,7 +40,8 @@ const schemalessGroup = "schemaless.bench.karmada.io"
 // makes per admission that adds usage and the controller per settle, against a placement (the scheduler's
 // ResourceBinding patch, with no webhook), each by 64 concurrent writers on objects of their own. The status is
 // the one the spread workload writes (three reservations, two clusters, a condition, two field managers); then
-// the same bytes without a status schema, and a status of hard and used alone. `make bench-status-write` runs it.
+// the same status written under one field manager name instead of the webhook's and the controller's, the same
+// bytes without a status schema, and a status of hard and used alone. `make bench-status-write` runs it.
 func BenchmarkStatusWrite(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -79,13 +81,15 @@ func BenchmarkStatusWrite(b *testing.B) {
 	})
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	for k, shape := range []struct {
-		name  string
-		group string
-		full  bool
+		name   string
+		group  string
+		full   bool
+		owners []string
 	}{
-		{"quota status", quotav1alpha1.GroupVersion.Group, true},
-		{"quota status without a status schema", schemalessGroup, true},
-		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false},
+		{"quota status", quotav1alpha1.GroupVersion.Group, true, []string{"quota-webhook", "quota-controller"}},
+		{"quota status by one field manager", quotav1alpha1.GroupVersion.Group, true, []string{"karmada-quota"}},
+		{"quota status without a status schema", schemalessGroup, true, []string{"quota-webhook", "quota-controller"}},
+		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false, []string{"quota-webhook", "quota-controller"}},
 	} {
 		quotas := make([]*unstructured.Unstructured, statusWriters)
 		for i := range quotas {
@@ -94,7 +98,7 @@ func BenchmarkStatusWrite(b *testing.B) {
 			must(b, cp.Client.Create(ctx, u))
 			q.Status = spreadStatus(q.Spec.Hard, shape.full, now)
 			must(b, unstructured.SetNestedField(u.Object, toUnstructured(b, q, shape.group).Object["status"], "status"))
-			must(b, cp.Client.Status().Update(ctx, u, client.FieldOwner("quota-controller")))
+			must(b, cp.Client.Status().Update(ctx, u, client.FieldOwner(shape.owners[len(shape.owners)-1])))
 			quotas[i] = u
 		}
 		b.Run(shape.name, func(b *testing.B) {
@@ -118,9 +122,12 @@ func BenchmarkStatusWrite(b *testing.B) {
 					return err
 				}
 				// Alternate writers, as the webhook and the controller alternate on a quota.
-				owner := []string{"quota-webhook", "quota-controller"}[n%2]
+				owner := shape.owners[n%len(shape.owners)]
 				return cp.Client.Status().Update(ctx, u, client.FieldOwner(owner))
 			})
+			raw, err := json.Marshal(quotas[0].Object)
+			must(b, err)
+			b.ReportMetric(float64(len(raw)), "object-bytes")
 		})
 	}
 }

@@ -1,6 +1,6 @@
 // Package harness runs the side-by-side benchmark: one fresh control plane, then each configuration in turn
 // (started, warmed up, every workload prepared and measured, statuses settled and audited, stopped), each in
-// its own namespaces.
+// its own namespaces; in as many rounds as asked, the order of the configurations rotated each round.
 package harness
 
 import (
@@ -62,6 +62,11 @@ type Options struct {
 	QuotaControllerArgs []string
 	// WorkDir holds the kubeconfig, the built binaries and the components' logs (WorkDir/logs).
 	WorkDir string
+	// Rounds is how many times every configuration is measured, each round in fresh namespaces. One run of a
+	// configuration decides little: its throughput moves by a quarter between runs minutes apart on a quiet
+	// machine (docs/performance.md). The order rotates each round, so that no configuration always runs first,
+	// on the emptiest etcd, or right after the same neighbour. 0 or 1: once.
+	Rounds int
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -72,15 +77,21 @@ type Report struct {
 	Machine Machine
 	Started time.Time
 	Took    time.Duration
+	// Configs are the first round's results, in the order of Options.Configs.
 	Configs []*ConfigResult
-	LogDir  string
+	// Rounds are every round's results, the first included, each in the order of Options.Configs whatever the
+	// order they ran in.
+	Rounds [][]*ConfigResult
+	LogDir string
 }
 
 // ConfigResult is one configuration's results.
 type ConfigResult struct {
 	Key, Name, Description string
 	Enforcing              bool
-	Workloads              []*WorkloadResult
+	// Round counts from 1.
+	Round     int
+	Workloads []*WorkloadResult
 	// Settling says how long the statuses took to become exact after the last workload, and whether they did
 	// within the timeout.
 	Settling audit.Settling
@@ -169,40 +180,68 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	report.Machine = describeMachine(ctx, cp, opts.KarmadaBin)
 
 	env := systems.Env{CP: cp, Reg: reg, LogDir: logDir}
-	for _, key := range opts.Configs {
-		var sys systems.System
-		switch key {
-		case ConfigNone:
-			sys = systems.None{}
-		case ConfigAllowAll:
-			sys = &systems.AllowAll{Env: env, Bin: allowAllBin}
-		case ConfigKarmadaQuota:
-			sys = &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin,
-				ExtraWebhookArgs: opts.QuotaWebhookArgs, ExtraControllerArgs: opts.QuotaControllerArgs}
-		case ConfigFRQ:
-			sys = &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, ExtraWebhookArgs: opts.FRQWebhookArgs}
-		case ConfigFRQRaised:
-			sys = &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, Label: "Karmada FRQ, raised QPS",
-				ExtraWebhookArgs:    append(slices.Clone(systems.RaisedQPS), opts.FRQWebhookArgs...),
-				ExtraControllerArgs: systems.RaisedQPS}
-		default:
-			return nil, fmt.Errorf("unknown configuration %q (want %s)", key, strings.Join(AllConfigs, ", "))
+	rounds := max(opts.Rounds, 1)
+	for round := 1; round <= rounds; round++ {
+		results := make([]*ConfigResult, len(opts.Configs))
+		report.Rounds = append(report.Rounds, results)
+		if round == 1 {
+			report.Configs = results
 		}
-		say("configuration %s: starting", sys.Name())
-		res := runConfig(ctx, cp, sys, key, opts, say)
-		report.Configs = append(report.Configs, res)
-		if res.Err != nil {
-			say("configuration %s failed: %v", sys.Name(), res.Err)
-		}
-		if ctx.Err() != nil {
-			return report, ctx.Err()
+		for k := range opts.Configs {
+			// Rotated: round 2 starts with the second configuration, and so on.
+			at := (k + round - 1) % len(opts.Configs)
+			key := opts.Configs[at]
+			sys, err := newSystem(key, env, opts, webhookBin, controllerBin, allowAllBin)
+			if err != nil {
+				return nil, err
+			}
+			say("round %d of %d, configuration %s: starting", round, rounds, sys.Name())
+			res := runConfig(ctx, cp, sys, key, namespacePrefix(key, round), opts, say)
+			res.Round = round
+			results[at] = res
+			if res.Err != nil {
+				say("configuration %s failed: %v", sys.Name(), res.Err)
+			}
+			if ctx.Err() != nil {
+				return report, ctx.Err()
+			}
 		}
 	}
 	report.Took = time.Since(report.Started)
 	return report, nil
 }
 
-func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.System, key string, opts Options, say func(string, ...any)) (res *ConfigResult) {
+// namespacePrefix names the namespaces of a configuration's round: the configuration's key in the first round,
+// so that a one-round report reads as before, and the round appended after it.
+func namespacePrefix(key string, round int) string {
+	if round == 1 {
+		return key
+	}
+	return fmt.Sprintf("%s-r%d", key, round)
+}
+
+func newSystem(key string, env systems.Env, opts Options, webhookBin, controllerBin, allowAllBin string) (systems.System, error) {
+	switch key {
+	case ConfigNone:
+		return systems.None{}, nil
+	case ConfigAllowAll:
+		return &systems.AllowAll{Env: env, Bin: allowAllBin}, nil
+	case ConfigKarmadaQuota:
+		return &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin,
+			ExtraWebhookArgs: opts.QuotaWebhookArgs, ExtraControllerArgs: opts.QuotaControllerArgs}, nil
+	case ConfigFRQ:
+		return &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, ExtraWebhookArgs: opts.FRQWebhookArgs}, nil
+	case ConfigFRQRaised:
+		return &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, Label: "Karmada FRQ, raised QPS",
+			ExtraWebhookArgs:    append(slices.Clone(systems.RaisedQPS), opts.FRQWebhookArgs...),
+			ExtraControllerArgs: systems.RaisedQPS}, nil
+	default:
+		return nil, fmt.Errorf("unknown configuration %q (want %s)", key, strings.Join(AllConfigs, ", "))
+	}
+}
+
+// runConfig measures one configuration, key, in namespaces named after prefix.
+func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.System, key, prefix string, opts Options, say func(string, ...any)) (res *ConfigResult) {
 	res = &ConfigResult{Key: key, Name: sys.Name(), Enforcing: sys.Enforcing()}
 	defer func() {
 		// Stopping must not depend on the run's context: an interrupted run still unregisters and stops.
@@ -221,21 +260,21 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 	if sys.Enforcing() {
 		quotas = sys
 	}
-	if err := warmUp(ctx, cp.Client, sys, key); err != nil {
+	if err := warmUp(ctx, cp.Client, sys, prefix); err != nil {
 		res.Err = fmt.Errorf("warming up: %w", err)
 		return res
 	}
 	// The recount controller must be seen working before its results are trusted.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return sys.ControllerWrote(ctx, key+"-warmup")
+		return sys.ControllerWrote(ctx, prefix+"-warmup")
 	}); err != nil {
 		res.Err = fmt.Errorf("the quota controller never wrote the warm-up quota's status: %w", err)
 		return res
 	}
 	workloads := []workload.Workload{
-		workload.NewHot(cp.Client, quotas, key, opts.Workload),
-		workload.NewSpread(cp.Client, quotas, key, opts.Workload),
-		workload.NewStorm(cp.Client, quotas, key, opts.Workload),
+		workload.NewHot(cp.Client, quotas, prefix, opts.Workload),
+		workload.NewSpread(cp.Client, quotas, prefix, opts.Workload),
+		workload.NewStorm(cp.Client, quotas, prefix, opts.Workload),
 	}
 	var all []string
 	for _, w := range workloads {
@@ -292,11 +331,11 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 }
 
 // warmUp makes sure the configuration's webhook is the one the apiserver calls, and that the caches behind it
-// are filled, before anything is measured: in namespace key-warmup, a placement past the quota must be refused
+// are filled, before anything is measured: in namespace prefix-warmup, a placement past the quota must be refused
 // (the apiserver picks up a new webhook configuration asynchronously) and one within it admitted. Without a
 // quota system a placement is simply written.
-func warmUp(ctx context.Context, c client.Client, sys systems.System, key string) error {
-	ns := key + "-warmup"
+func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix string) error {
+	ns := prefix + "-warmup"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}

@@ -45,8 +45,15 @@ func Markdown(r *harness.Report, command string) string {
 	o := r.Options.Workload
 
 	p("## Run\n\n")
-	p("One run, %s, %s in all; the numbers move between machines and between runs, the ratios much less.\n\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
+	if n := len(r.Rounds); n > 1 {
+		p("%d rounds of every configuration on one control plane, %s, %s in all; the numbers move between machines, "+
+			"and between runs by a quarter and more, so the headline is each ratio's median over the rounds.\n\n",
+			n, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
+	} else {
+		p("One run, %s, %s in all; the numbers move between machines, and between runs by a quarter and more: "+
+			"`--rounds` measures each configuration several times and reports the medians.\n\n",
+			r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
+	}
 	p("- Command: `%s`\n", command)
 	p("- Machine: %d CPUs (%s), %s memory, Linux %s; load average before the run: %s\n", m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.LoadBefore)
 	p("- Versions: %s; kube-apiserver %s; etcd %s; Karmada %s; this tree at %s\n", m.Go, m.KubeVersion, m.Etcd, karmadaVersion(m.Karmada), m.Commit)
@@ -70,43 +77,76 @@ func Markdown(r *harness.Report, command string) string {
 		"(> 1 for decided/s means karmada-quota is faster; < 1 for latency and CPU per write means it is quicker and " +
 		"cheaper). With a closed loop of writers, latency is about writers ÷ writes/s (Little's law), so p50 mostly " +
 		"mirrors throughput. CPU per write is the least disturbed by other work on the machine.\n\n")
-	kq, none, allow, frq, frqRaised := find(r, harness.ConfigKarmadaQuota), find(r, harness.ConfigNone), find(r, harness.ConfigAllowAll),
-		find(r, harness.ConfigFRQ), find(r, harness.ConfigFRQRaised)
-	if allow != nil && none != nil {
+	kq, allow := find(r, harness.ConfigKarmadaQuota), find(r, harness.ConfigAllowAll)
+	if len(r.Rounds) > 1 {
+		p("Each cell is the median over the %d rounds of the ratio measured within a round, both configurations on "+
+			"the same control plane minutes apart, and in brackets the lowest and the highest round.\n\n", len(r.Rounds))
+	}
+	if allow != nil && find(r, harness.ConfigNone) != nil {
 		p("What any validating webhook costs: the allow-all webhook against no webhook.\n\n")
 		p("| workload | decided/s | p99 | CPU per write |\n|---|---|---|---|\n")
 		for i, w := range allow.Workloads {
-			n := workloadAt(none, i)
-			p("| %s | %s | %s | %s |\n", w.Name, ratio(w.DecidedPerSecond(), decidedOf(n)), ratio(w.Summary.P99.Seconds(), p99Of(n)), ratio(CPUPerWrite(w), CPUPerWrite(n)))
+			p("| %s | %s | %s | %s |\n", w.Name, ratioCell(r, i, harness.ConfigAllowAll, harness.ConfigNone, decidedOf).text,
+				ratioCell(r, i, harness.ConfigAllowAll, harness.ConfigNone, p99Of).text, ratioCell(r, i, harness.ConfigAllowAll, harness.ConfigNone, CPUPerWrite).text)
 		}
 		p("\n")
 	}
 	if kq != nil {
 		p("karmada-quota against the ceiling (the allow-all webhook) and against no webhook. Goals against the ceiling "+
 			"(issue 14): decided/s at least %.1f×, p99 at most %.0f ms above, CPU per write at most %.1f×; ✓ marks a goal met "+
-			"in this run.\n\n", goalDecided, goalP99.Seconds()*1000, goalCPU)
+			"(by the median, when there are rounds).\n\n", goalDecided, goalP99.Seconds()*1000, goalCPU)
 		p("| workload | decided/s vs allow-all | p99 − allow-all's | CPU per write vs allow-all | decided/s vs no webhook | p99 vs no webhook | CPU per write vs no webhook |\n")
 		p("|---|---|---|---|---|---|---|\n")
 		for i, w := range kq.Workloads {
-			a, n := workloadAt(allow, i), workloadAt(none, i)
+			decided := ratioCell(r, i, harness.ConfigKarmadaQuota, harness.ConfigAllowAll, decidedOf)
+			later := p99DiffCell(r, i, harness.ConfigKarmadaQuota, harness.ConfigAllowAll)
+			cpu := ratioCell(r, i, harness.ConfigKarmadaQuota, harness.ConfigAllowAll, CPUPerWrite)
 			p("| %s | %s | %s | %s | %s | %s | %s |\n", w.Name,
-				goal(ratio(w.DecidedPerSecond(), decidedOf(a)), a != nil && w.DecidedPerSecond() >= goalDecided*decidedOf(a)),
-				goal(msDiff(w, a), a != nil && w.Summary.P99-a.Summary.P99 <= goalP99),
-				goal(ratio(CPUPerWrite(w), CPUPerWrite(a)), a != nil && CPUPerWrite(w) <= goalCPU*CPUPerWrite(a)),
-				ratio(w.DecidedPerSecond(), decidedOf(n)), ratio(w.Summary.P99.Seconds(), p99Of(n)), ratio(CPUPerWrite(w), CPUPerWrite(n)))
+				goal(decided.text, decided.ok && decided.median >= goalDecided),
+				goal(later.text, later.ok && later.median <= goalP99.Seconds()*1000),
+				goal(cpu.text, cpu.ok && cpu.median <= goalCPU),
+				ratioCell(r, i, harness.ConfigKarmadaQuota, harness.ConfigNone, decidedOf).text,
+				ratioCell(r, i, harness.ConfigKarmadaQuota, harness.ConfigNone, p99Of).text,
+				ratioCell(r, i, harness.ConfigKarmadaQuota, harness.ConfigNone, CPUPerWrite).text)
 		}
 		p("\n")
 		p("karmada-quota against Karmada's FRQ as it ships and at its best (raised client QPS).\n\n")
 		p("| workload | decided/s vs FRQ | p50 vs FRQ | p99 vs FRQ | CPU per write vs FRQ | decided/s vs FRQ, raised QPS | p50 vs FRQ, raised QPS | p99 vs FRQ, raised QPS | CPU per write vs FRQ, raised QPS |\n")
 		p("|---|---|---|---|---|---|---|---|---|\n")
 		for i, w := range kq.Workloads {
-			f, fr := workloadAt(frq, i), workloadAt(frqRaised, i)
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Name,
-				ratio(w.DecidedPerSecond(), decidedOf(f)), ratio(w.Summary.P50.Seconds(), p50Of(f)), ratio(w.Summary.P99.Seconds(), p99Of(f)), ratio(CPUPerWrite(w), CPUPerWrite(f)),
-				ratio(w.DecidedPerSecond(), decidedOf(fr)), ratio(w.Summary.P50.Seconds(), p50Of(fr)), ratio(w.Summary.P99.Seconds(), p99Of(fr)), ratio(CPUPerWrite(w), CPUPerWrite(fr)))
+			cells := []string{w.Name}
+			for _, peer := range []string{harness.ConfigFRQ, harness.ConfigFRQRaised} {
+				for _, of := range []func(*harness.WorkloadResult) float64{decidedOf, p50Of, p99Of, CPUPerWrite} {
+					cells = append(cells, ratioCell(r, i, harness.ConfigKarmadaQuota, peer, of).text)
+				}
+			}
+			p("| %s |\n", strings.Join(cells, " | "))
 		}
 	}
 	p("\n")
+
+	if len(r.Rounds) > 1 {
+		p("## Rounds\n\n")
+		p("Every round's decided writes per second and CPU per write, in the order the rounds ran; each round ran the " +
+			"configurations in the order of the one before, rotated by one. The tables after this one are round 1's.\n\n")
+		p("| configuration | workload | decided/s | CPU per write |\n|---|---|---|---|\n")
+		for k, c := range r.Configs {
+			for i, w := range c.Workloads {
+				var decided, cpu []string
+				for _, round := range r.Rounds {
+					rw := workloadAt(round[k], i)
+					if rw == nil {
+						decided, cpu = append(decided, "—"), append(cpu, "—")
+						continue
+					}
+					decided = append(decided, rate(rw.DecidedPerSecond()))
+					cpu = append(cpu, fmt.Sprintf("%.1f ms", CPUPerWrite(rw)*1000))
+				}
+				p("| %s | %s | %s | %s |\n", c.Name, w.Name, strings.Join(decided, ", "), strings.Join(cpu, ", "))
+			}
+		}
+		p("\n")
+	}
 
 	p("## Results\n\n")
 	p("Timed: the scheduler's placement patches only (creating the bindings is setup). *writes/s* counts every " +
@@ -235,14 +275,6 @@ func goal(cell string, met bool) string {
 	return cell
 }
 
-// msDiff renders how much later w's p99 is than base's.
-func msDiff(w, base *harness.WorkloadResult) string {
-	if w == nil || base == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%+.1f ms", float64((w.Summary.P99-base.Summary.P99).Microseconds())/1000)
-}
-
 func cpuPerWrite(cores float64, w *harness.WorkloadResult) string {
 	if w.Summary.Ops == 0 {
 		return "—"
@@ -265,12 +297,75 @@ func CPUPerWrite(w *harness.WorkloadResult) float64 {
 }
 
 func find(r *harness.Report, key string) *harness.ConfigResult {
-	for _, c := range r.Configs {
-		if c.Key == key {
+	return findIn(r.Configs, key)
+}
+
+func findIn(configs []*harness.ConfigResult, key string) *harness.ConfigResult {
+	for _, c := range configs {
+		if c != nil && c.Key == key {
 			return c
 		}
 	}
 	return nil
+}
+
+// acrossRounds is what one comparison gave in each round: of(a's i-th workload, b's i-th workload), for the
+// rounds where both were measured and of could be computed.
+type acrossRounds struct {
+	text   string
+	median float64
+	ok     bool
+}
+
+// compare computes of for the i-th workload of configurations a and b within each round, and renders its median
+// with format, followed by the range over the rounds when there is more than one.
+func compare(r *harness.Report, i int, a, b string, of func(x, y *harness.WorkloadResult) (float64, bool), format func(float64) string) acrossRounds {
+	var values []float64
+	for _, round := range rounds(r) {
+		x, y := workloadAt(findIn(round, a), i), workloadAt(findIn(round, b), i)
+		if x == nil || y == nil {
+			continue
+		}
+		if v, ok := of(x, y); ok {
+			values = append(values, v)
+		}
+	}
+	if len(values) == 0 {
+		return acrossRounds{text: "—"}
+	}
+	sort.Float64s(values)
+	median := values[len(values)/2]
+	if len(values)%2 == 0 {
+		median = (values[len(values)/2-1] + values[len(values)/2]) / 2
+	}
+	text := format(median)
+	if len(values) > 1 {
+		text += " (" + format(values[0]) + " to " + format(values[len(values)-1]) + ")"
+	}
+	return acrossRounds{text: text, median: median, ok: true}
+}
+
+// rounds are a report's rounds; a report built without rounds is one round, its Configs.
+func rounds(r *harness.Report) [][]*harness.ConfigResult {
+	if len(r.Rounds) > 0 {
+		return r.Rounds
+	}
+	return [][]*harness.ConfigResult{r.Configs}
+}
+
+// ratioCell compares the figure measure gives of a's and b's i-th workloads as a ratio.
+func ratioCell(r *harness.Report, i int, a, b string, measure func(*harness.WorkloadResult) float64) acrossRounds {
+	return compare(r, i, a, b, func(x, y *harness.WorkloadResult) (float64, bool) {
+		num, den := measure(x), measure(y)
+		return num / den, num > 0 && den > 0
+	}, func(v float64) string { return fmt.Sprintf("%.2f×", v) })
+}
+
+// p99DiffCell is how many milliseconds later a's p99 is than b's, in the i-th workload.
+func p99DiffCell(r *harness.Report, i int, a, b string) acrossRounds {
+	return compare(r, i, a, b, func(x, y *harness.WorkloadResult) (float64, bool) {
+		return float64((x.Summary.P99 - y.Summary.P99).Microseconds()) / 1000, true
+	}, func(v float64) string { return fmt.Sprintf("%+.1f ms", v) })
 }
 
 func workloadAt(c *harness.ConfigResult, i int) *harness.WorkloadResult {
@@ -299,13 +394,6 @@ func p99Of(w *harness.WorkloadResult) float64 {
 		return 0
 	}
 	return w.Summary.P99.Seconds()
-}
-
-func ratio(a, b float64) string {
-	if a <= 0 || b <= 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.2f×", a/b)
 }
 
 // rate shows a rate with a decimal below 10/s, where rounding would hide it.
