@@ -12,7 +12,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
-// DefaultOptions are the sizes `make bench` runs: about half an hour on a 2-core machine for three rounds of
+// DefaultOptions are the sizes `make bench` runs: about 20 minutes on a 2-core machine for three rounds of
 // every configuration.
 func DefaultOptions() harness.Options {
 	return harness.Options{

@@ -52,6 +52,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	shutdown := opts.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                     scheme.Scheme,
+		Cache:                      controller.CacheOptions(),
 		Metrics:                    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:     opts.HealthProbeBindAddress,
 		LeaderElection:             opts.LeaderElect,

@@ -27,12 +27,12 @@ type Controller struct {
 // StartController runs the real quota controller. bindingDelay, when positive, holds every binding event that
 // long before the controller's cache sees it: a lagging informer, as under load.
 func StartController(ctx context.Context, cfg *rest.Config, opts controller.Options, bindingDelay time.Duration) (*Controller, error) {
-	cacheOpts := cache.Options{}
+	cacheOpts := controller.CacheOptions()
 	if bindingDelay > 0 {
 		cacheOpts.ByObject = map[client.Object]cache.ByObject{
 			&workv1alpha2.ResourceBinding{}: {Transform: func(obj any) (any, error) {
 				time.Sleep(bindingDelay)
-				return obj, nil
+				return controller.TrimBinding(obj)
 			}},
 		}
 	}

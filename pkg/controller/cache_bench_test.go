@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"encoding/json"
+	"os"
+	"runtime"
+	"testing"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+)
+
+// karmadaBinding reads a ResourceBinding as Karmada v1.18 writes it for a Deployment that a PropagationPolicy
+// divides over two members: its labels, annotations and finalizer, the managed fields of the controller manager
+// and the scheduler, the placement it copies from the policy, and the status aggregated from both members.
+func karmadaBinding(tb testing.TB) []byte {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/resourcebinding-deployment.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
+}
+
+// BenchmarkCachedBinding reports the heap one ResourceBinding holds in the controller's informer: decoded as the
+// informer decodes it, kept as it came, and kept trimmed (TrimBinding). The controller's memory grows with the
+// bindings of the whole control plane (docs/performance.md, at scale).
+func BenchmarkCachedBinding(b *testing.B) {
+	raw := karmadaBinding(b)
+	for _, c := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{
+		{"as stored", func(obj any) (any, error) { return obj, nil }},
+		{"trimmed", TrimBinding},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			kept := make([]any, b.N)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for i := range kept {
+				rb := &workv1alpha2.ResourceBinding{}
+				if err := json.Unmarshal(raw, rb); err != nil {
+					b.Fatal(err)
+				}
+				obj, err := c.transform(rb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				kept[i] = obj
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-bytes/binding")
+			runtime.KeepAlive(kept)
+		})
+	}
+}
