@@ -24,16 +24,6 @@ import (
 )
 
 func main() {
-	// The demo is a command of this binary, not one of its own: both link the same large dependency graph
-	// (test/localkarmada), and `make demo` then runs the executable `make up` built instead of linking another,
-	// which took as long as the demo itself.
-	if len(os.Args) > 1 && os.Args[1] == "demo" {
-		if err := demo.Run(os.Args[2:]); err != nil {
-			fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
-			os.Exit(1)
-		}
-		return
-	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "local-karmada:", err)
 		os.Exit(1)
@@ -43,6 +33,15 @@ func main() {
 func run(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: local-karmada up|down|demo [flags]")
+	}
+	// The demo is a command of this binary, not one of its own: both link the same large dependency graph
+	// (test/localkarmada), and `make demo` then runs the executable `make up` built instead of linking another,
+	// which took as long as the demo itself. It takes its own flags.
+	if args[0] == "demo" {
+		if err := demo.Run(args[1:]); err != nil {
+			return fmt.Errorf("demo failed: %w", err)
+		}
+		return nil
 	}
 	fset := flag.NewFlagSet("local-karmada "+args[0], flag.ContinueOnError)
 	dir := fset.String("dir", ".local/karmada", "Folder of the environment: state, kubeconfigs, certificates, data, logs.")

@@ -80,16 +80,18 @@ func BenchmarkStatusWrite(b *testing.B) {
 		})
 	})
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	// The webhook and the controller write a quota's status under their own field manager names.
+	bothWriters := []string{"quota-webhook", "quota-controller"}
 	for k, shape := range []struct {
 		name   string
 		group  string
 		full   bool
 		owners []string
 	}{
-		{"quota status", quotav1alpha1.GroupVersion.Group, true, []string{"quota-webhook", "quota-controller"}},
+		{"quota status", quotav1alpha1.GroupVersion.Group, true, bothWriters},
 		{"quota status by one field manager", quotav1alpha1.GroupVersion.Group, true, []string{"karmada-quota"}},
-		{"quota status without a status schema", schemalessGroup, true, []string{"quota-webhook", "quota-controller"}},
-		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false, []string{"quota-webhook", "quota-controller"}},
+		{"quota status without a status schema", schemalessGroup, true, bothWriters},
+		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false, bothWriters},
 	} {
 		quotas := make([]*unstructured.Unstructured, statusWriters)
 		for i := range quotas {

@@ -77,12 +77,17 @@ type Report struct {
 	Machine Machine
 	Started time.Time
 	Took    time.Duration
-	// Configs are the first round's results, in the order of Options.Configs.
-	Configs []*ConfigResult
-	// Rounds are every round's results, the first included, each in the order of Options.Configs whatever the
-	// order they ran in.
+	// Rounds are every round's results, each in the order of Options.Configs whatever the order they ran in.
 	Rounds [][]*ConfigResult
 	LogDir string
+}
+
+// FirstRound is the first round's results, which the report details; nil before any round ran.
+func (r *Report) FirstRound() []*ConfigResult {
+	if len(r.Rounds) == 0 {
+		return nil
+	}
+	return r.Rounds[0]
 }
 
 // ConfigResult is one configuration's results.
@@ -184,9 +189,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for round := 1; round <= rounds; round++ {
 		results := make([]*ConfigResult, len(opts.Configs))
 		report.Rounds = append(report.Rounds, results)
-		if round == 1 {
-			report.Configs = results
-		}
 		for k := range opts.Configs {
 			// Rotated: round 2 starts with the second configuration, and so on.
 			at := (k + round - 1) % len(opts.Configs)

@@ -62,7 +62,7 @@ func Markdown(r *harness.Report, command string) string {
 		o.Writers, o.HotBindings, o.SpreadNamespaces, o.SpreadBindings, o.StormNamespaces, o.StormBindings, o.StormOps, o.Seed, r.Options.SettleTimeout)
 
 	p("## Configurations\n\n")
-	for _, c := range r.Configs {
+	for _, c := range r.FirstRound() {
 		p("- **%s**: %s", c.Name, c.Description)
 		if c.Err != nil {
 			p(" **Could not be measured: %s**", oneLine(c.Err.Error()))
@@ -130,7 +130,7 @@ func Markdown(r *harness.Report, command string) string {
 		p("Every round's decided writes per second and CPU per write, in the order the rounds ran; each round ran the " +
 			"configurations in the order of the one before, rotated by one. The tables after this one are round 1's.\n\n")
 		p("| configuration | workload | decided/s | CPU per write |\n|---|---|---|---|\n")
-		for k, c := range r.Configs {
+		for k, c := range r.FirstRound() {
 			for i, w := range c.Workloads {
 				var decided, cpu []string
 				for _, round := range r.Rounds {
@@ -159,7 +159,7 @@ func Markdown(r *harness.Report, command string) string {
 		"truth (refuses writes that fit), ↓ CPU it misses (lets writes past hard).\n\n")
 	p("| configuration | workload | writes | writes/s | decided/s | p50 | p99 | admitted | denied | failed | admitted / hard CPU | over | drift after settling |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range r.Configs {
+	for _, c := range r.FirstRound() {
 		if c.Err != nil && len(c.Workloads) == 0 {
 			p("| %s | — | not measured: %s | | | | | | | | | | |\n", c.Name, oneLine(c.Err.Error()))
 			continue
@@ -175,7 +175,7 @@ func Markdown(r *harness.Report, command string) string {
 		}
 	}
 	p("\n")
-	for _, c := range r.Configs {
+	for _, c := range r.FirstRound() {
 		if !c.Enforcing || c.Err != nil {
 			continue
 		}
@@ -200,7 +200,7 @@ func Markdown(r *harness.Report, command string) string {
 		"about the same phase.\n\n", o.Writers)
 	p("| configuration | workload | kube-apiserver | etcd | webhook | controller | harness | other processes | machine | CPU per write (this run's processes) |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range r.Configs {
+	for _, c := range r.FirstRound() {
 		for _, w := range c.Workloads {
 			total, ours := 0.0, 0.0
 			cells := make([]string, 0, len(harness.Roles))
@@ -220,7 +220,7 @@ func Markdown(r *harness.Report, command string) string {
 		}
 	}
 	p("\n")
-	for _, c := range r.Configs {
+	for _, c := range r.FirstRound() {
 		for _, w := range c.Workloads {
 			if len(w.Evidence) == 0 {
 				continue
@@ -235,7 +235,7 @@ func Markdown(r *harness.Report, command string) string {
 	p("\n")
 
 	examples := map[string]string{}
-	for _, c := range r.Configs {
+	for _, c := range r.FirstRound() {
 		for _, w := range c.Workloads {
 			for class, msg := range w.Summary.Examples {
 				key := c.Name + ": " + class
@@ -297,7 +297,7 @@ func CPUPerWrite(w *harness.WorkloadResult) float64 {
 }
 
 func find(r *harness.Report, key string) *harness.ConfigResult {
-	return findIn(r.Configs, key)
+	return findIn(r.FirstRound(), key)
 }
 
 func findIn(configs []*harness.ConfigResult, key string) *harness.ConfigResult {
@@ -321,7 +321,7 @@ type acrossRounds struct {
 // with format, followed by the range over the rounds when there is more than one.
 func compare(r *harness.Report, i int, a, b string, of func(x, y *harness.WorkloadResult) (float64, bool), format func(float64) string) acrossRounds {
 	var values []float64
-	for _, round := range rounds(r) {
+	for _, round := range r.Rounds {
 		x, y := workloadAt(findIn(round, a), i), workloadAt(findIn(round, b), i)
 		if x == nil || y == nil {
 			continue
@@ -343,14 +343,6 @@ func compare(r *harness.Report, i int, a, b string, of func(x, y *harness.Worklo
 		text += " (" + format(values[0]) + " to " + format(values[len(values)-1]) + ")"
 	}
 	return acrossRounds{text: text, median: median, ok: true}
-}
-
-// rounds are a report's rounds; a report built without rounds is one round, its Configs.
-func rounds(r *harness.Report) [][]*harness.ConfigResult {
-	if len(r.Rounds) > 0 {
-		return r.Rounds
-	}
-	return [][]*harness.ConfigResult{r.Configs}
 }
 
 // ratioCell compares the figure measure gives of a's and b's i-th workloads as a ratio.
