@@ -101,15 +101,15 @@ images: build ## Build the image archives bin/images/<name>.tar (no Docker; `doc
 .PHONY: up
 up: images local-kubelet local-karmada-tools ## Start a local Karmada with 2 member clusters and karmada-quota installed by its chart (no Docker).
 	ln -sf $(KARMADA_BIN)/karmadactl $(BIN)/karmadactl
-	go run ./hack/local-karmada up --dir $(LOCAL_KARMADA_DIR) --tool-path $(LOCAL_KARMADA_TOOL_PATH) --kwok-stages $(KWOK_STAGES)
+	go run ./hack/localkarmada/cmd/local-karmada up --dir $(LOCAL_KARMADA_DIR) --tool-path $(LOCAL_KARMADA_TOOL_PATH) --kwok-stages $(KWOK_STAGES)
 
 .PHONY: down
 down: ## Stop everything `make up` started and remove its data (logs stay in .local/karmada/logs).
-	go run ./hack/local-karmada down --dir $(LOCAL_KARMADA_DIR)
+	go run ./hack/localkarmada/cmd/local-karmada down --dir $(LOCAL_KARMADA_DIR)
 
 .PHONY: demo
 demo: up ## Walk through the quota user stories on the local Karmada, narrated.
-	go run ./hack/local-karmada demo --dir $(LOCAL_KARMADA_DIR) --karmadactl $(KARMADA_BIN)/karmadactl --plugin $(BIN)/kubectl-karmada-quota
+	go run ./hack/localkarmada/cmd/local-karmada demo --dir $(LOCAL_KARMADA_DIR) --karmadactl $(KARMADA_BIN)/karmadactl --plugin $(BIN)/kubectl-karmada-quota
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions, CRD manifests, RBAC and the chart's values schema.
@@ -143,10 +143,10 @@ lint: ## Run go vet and check formatting.
 test: verify lint test-unit test-chart test-monitoring test-images test-integration test-e2e test-bench ## Run every test: verify, lint, unit, chart, monitoring, images, integration, e2e, the benchmark harness at a tiny size.
 
 .PHONY: test-unit
-# The local kubelet lives under test/ but is pure logic worth its own unit tests. pkg/metrics parses every
+# Every package outside test/, the local kubelet (hack/localkarmada/kubelet) included. pkg/metrics parses every
 # dashboard query with the pinned promtool.
 test-unit: $(PROMTOOL) ## Unit tests (pure logic, fuzz seed corpora included).
-	PROMTOOL=$(PROMTOOL) go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/) ./test/localkarmada/kubelet/...
+	PROMTOOL=$(PROMTOOL) go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/)
 
 .PHONY: test-chart
 # Offline: `helm lint --strict` (Helm's SDK) for the default values and each ci/*-values.yaml, then every object they
@@ -269,9 +269,9 @@ $(CHART_CRDS): hack/tools/crds/go.mod go.mod
 local-karmada-tools: $(LOCAL_KARMADA_TOOLS) $(KWOK_STAGES) ## Build the binaries of a local Karmada and its member clusters.
 
 .PHONY: local-kubelet
-# The only node of the local environment's host cluster: it runs pods as local processes (test/localkarmada/kubelet).
+# The only node of the local environment's host cluster: it runs pods as local processes (hack/localkarmada/kubelet).
 local-kubelet: ## Build local-kubelet, the host cluster's process-running node, into ./bin.
-	go build -o $(BIN)/local-kubelet ./test/localkarmada/cmd/local-kubelet
+	go build -o $(BIN)/local-kubelet ./hack/localkarmada/cmd/local-kubelet
 
 $(KARMADA_BIN)/karmadactl:
 	mkdir -p $(@D)
@@ -299,6 +299,9 @@ $(ETCD_BIN)/etcd:
 	mkdir -p $(@D)
 	cd hack/tools/etcd && go build -trimpath -o $@.tmp go.etcd.io/etcd/server/v3
 	mv $@.tmp $@
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build the pinned promtool (pkg/metrics's tests and test-monitoring use it).
 
 # Without service discovery (remove_all_sd): promtool needs none, and one discoverer's client is not on the module
 # proxy. The version stamp is what `promtool --version` prints.

@@ -58,7 +58,7 @@ type Request struct {
 // answered then. Reading the informer instead of the apiserver saves a GET per batch, which in a namespace
 // without concurrent writes is a GET per admission.
 type Admitter struct {
-	quotas   client.Reader
+	quotas   *QuotaReader
 	reader   client.Reader
 	bindings client.Reader
 	writer   client.Client
@@ -76,8 +76,6 @@ type Admitter struct {
 	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
 	// foldingChecked is set once a dry-run write proved that the stored schema keeps status.foldedReservations.
 	foldingChecked atomic.Bool
-	// synced reports whether the quota informer behind quotas has synced; nil: quotas is always current.
-	synced func() bool
 }
 
 type pending struct {
@@ -87,11 +85,11 @@ type pending struct {
 	classified, cannotCommit bool
 }
 
-// NewAdmitter returns an Admitter. quotas lists a namespace's quotas (an informer-backed cache); reader reads
-// quotas from the apiserver after a lost race, and bindings reads a binding from the apiserver when an attempt may
-// be stale. ttl is how long a reservation outlives a write that never happened; timeout bounds one batch's
-// decision; maxReservations bounds each quota's reservation list (0: quota.MaxReservations).
-func NewAdmitter(quotas, reader, bindings client.Reader, writer client.Client, clk clock.PassiveClock, ttl, timeout time.Duration, maxReservations int) *Admitter {
+// NewAdmitter returns an Admitter. quotas reads a namespace's quotas from the informer; reader reads them from the
+// apiserver after a lost race, and bindings reads a binding from the apiserver when an attempt may be stale. ttl
+// is how long a reservation outlives a write that never happened; timeout bounds one batch's decision;
+// maxReservations bounds each quota's reservation list (0: quota.MaxReservations).
+func NewAdmitter(quotas *QuotaReader, reader, bindings client.Reader, writer client.Client, clk clock.PassiveClock, ttl, timeout time.Duration, maxReservations int) *Admitter {
 	if maxReservations <= 0 || maxReservations > quota.MaxReservations {
 		maxReservations = quota.MaxReservations
 	}
@@ -136,7 +134,7 @@ func (a *Admitter) drain(namespace string) {
 		}
 		a.queues[namespace] = batch[:0:0]
 		a.mu.Unlock()
-		a.decide(namespace, batch)
+		a.answer(namespace, batch)
 	}
 }
 
@@ -148,7 +146,9 @@ func (e conflictError) Error() string {
 	return fmt.Sprintf("quota %s changed since it was read", e.quota)
 }
 
-func (a *Admitter) decide(namespace string, batch []*pending) {
+// answer answers every request of a batch: it decides and writes (decideAndWrite), again on a newer read after
+// each lost race, until the writes land, or refuses the whole batch when the quotas cannot be read or written.
+func (a *Admitter) answer(namespace string, batch []*pending) {
 	metrics.AdmissionBatchSize.Observe(float64(len(batch)))
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
@@ -168,7 +168,7 @@ func (a *Admitter) decide(namespace string, batch []*pending) {
 			case <-ctx.Done():
 			}
 		}
-		results, err := a.attempt(ctx, namespace, batch, written, stale)
+		results, err := a.decideAndWrite(ctx, namespace, batch, written, stale)
 		var conflict conflictError
 		if errors.As(err, &conflict) && ctx.Err() == nil {
 			stale[conflict.quota] = conflict.resourceVersion
@@ -190,10 +190,10 @@ func (a *Admitter) decide(namespace string, batch []*pending) {
 	}
 }
 
-// attempt reads the namespace's quotas, decides every request of the batch (quota.Decide), and writes each changed
-// quota with its resourceVersion as precondition.
-func (a *Admitter) attempt(ctx context.Context, namespace string, batch []*pending, written quota.Written, stale map[string]string) ([]error, error) {
-	list, err := a.read(ctx, namespace, stale)
+// decideAndWrite is one attempt at a batch: it reads the namespace's quotas, decides every request (quota.Decide),
+// and writes each changed quota with its resourceVersion as precondition.
+func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch []*pending, written quota.Written, stale map[string]string) ([]error, error) {
+	list, err := a.readNewest(ctx, namespace, stale)
 	if err != nil {
 		return nil, err
 	}
@@ -281,49 +281,26 @@ func (a *Admitter) cannotCommit(ctx context.Context, p *pending, f quota.Freshne
 	return false
 }
 
-// Governed reports whether the namespace has any quota. A write in a namespace without one needs no decision: a
-// free answer from the informer, instead of a batch.
-func (a *Admitter) Governed(ctx context.Context, namespace string) (bool, error) {
-	known, err := a.known(ctx, namespace)
-	if err != nil {
-		return false, err
-	}
-	return len(known.Items) > 0, nil
-}
-
-// known lists the namespace's quotas as the informer has them, not deep-copied: callers copy what they change.
-func (a *Admitter) known(ctx context.Context, namespace string) (*quotav1alpha1.KarmadaQuotaList, error) {
-	// An informer that never synced (a replica that may not list or watch quotas) would hold the call until the
-	// apiserver gives up on it; refuse at once, saying why.
-	if a.synced != nil && !a.synced() {
-		return nil, errors.New("listing quotas: the KarmadaQuota informer has not synced (this replica must be able to list and watch karmadaquotas)")
-	}
-	var known quotav1alpha1.KarmadaQuotaList
-	if err := a.quotas.List(ctx, &known, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing quotas: %w", err)
-	}
-	return &known, nil
-}
-
-// read returns copies of the namespace's quotas, sorted by name: the newer of the informer's copy and this
-// process's last write. A quota whose write lost a race (in stale, with the version that lost) must be newer than
-// that: the informer usually has the winner's write a moment later, and the apiserver is read only when it has
-// not.
-func (a *Admitter) read(ctx context.Context, namespace string, stale map[string]string) ([]*quotav1alpha1.KarmadaQuota, error) {
-	known, err := a.known(ctx, namespace)
+// readNewest returns copies of the namespace's quotas, sorted by name, for the batch to change and write: the
+// newer of the informer's copy and this process's last write. A quota whose write lost a race (in stale, with the
+// version that lost) must be newer than that: the informer usually has the winner's write a moment later, and the
+// apiserver is read only when it has not.
+func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[string]string) ([]*quotav1alpha1.KarmadaQuota, error) {
+	known, err := a.quotas.Read(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*quotav1alpha1.KarmadaQuota, 0, len(known.Items))
-	for i := range known.Items {
-		q := a.written.Newest(&known.Items[i])
+	cached := known.list.Items
+	out := make([]*quotav1alpha1.KarmadaQuota, 0, len(cached))
+	for i := range cached {
+		q := a.written.Newest(&cached[i])
 		if lost, ok := stale[q.Name]; ok && !lastwrite.Newer(q.ResourceVersion, lost) {
 			q = &quotav1alpha1.KarmadaQuota{}
-			if err := a.reader.Get(ctx, client.ObjectKeyFromObject(&known.Items[i]), q); err != nil {
+			if err := a.reader.Get(ctx, client.ObjectKeyFromObject(&cached[i]), q); err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
 				}
-				return nil, fmt.Errorf("reading quota %s: %w", known.Items[i].Name, err)
+				return nil, fmt.Errorf("reading quota %s: %w", cached[i].Name, err)
 			}
 		}
 		out = append(out, q)

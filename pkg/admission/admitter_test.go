@@ -71,7 +71,7 @@ func newClient(funcs *interceptor.Funcs, quotas ...*quotav1alpha1.KarmadaQuota) 
 }
 
 func newAdmitter(c client.Client) *Admitter {
-	return NewAdmitter(c, c, c, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+	return NewAdmitter(NewQuotaReader(c, nil), c, c, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
 }
 
 // request builds what the binding webhook asks of the Admitter for a write from old (nil: create) to rb.
@@ -545,7 +545,7 @@ func TestAdmitConflictOnSecondQuota(t *testing.T) {
 			c := newClient(&funcs, first.Obj(), second.Obj())
 			rolledBack := counter(metrics.ReservationsRolledBack)
 
-			a := NewAdmitter(c, c, c, c, clk, ttl, 10*time.Second, 0)
+			a := NewAdmitter(NewQuotaReader(c, nil), c, c, c, clk, ttl, 10*time.Second, 0)
 			checkError(t, tc.wantErr, a.Admit(context.Background(), request(t, web.Obj(), nil)))
 
 			if diff := cmp.Diff(tc.wantFirst.Status, getQuota(t, c, "a-first").Status, statusOpts); diff != "" {
@@ -802,7 +802,7 @@ func TestBindingValidator(t *testing.T) {
 				},
 			}
 			c := newClient(&funcs, team.Obj())
-			v := &BindingValidator{admitter: newAdmitter(c)}
+			v := &BindingValidator{admitter: newAdmitter(c), quotas: NewQuotaReader(c, nil)}
 			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{
 				AdmissionRequest: admissionv1.AdmissionRequest{DryRun: ptr.To(tc.dryRun)},
 			})
@@ -834,7 +834,7 @@ func TestBindingValidatorNamespaceWithoutQuota(t *testing.T) {
 		},
 	}
 	c := newClient(&funcs, utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj())
-	v := &BindingValidator{admitter: newAdmitter(c)}
+	v := &BindingValidator{admitter: newAdmitter(c), quotas: NewQuotaReader(c, nil)}
 	batches := batchCount(t)
 
 	old := utiltesting.MakeBinding("no-quota", "web").Requests(list("cpu", "1")).ResourceVersion("7").Obj()
@@ -916,7 +916,7 @@ func TestAdmitStaleAttempt(t *testing.T) {
 					return nil
 				},
 			})
-			a := NewAdmitter(c, c, bindings, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+			a := NewAdmitter(NewQuotaReader(c, nil), c, bindings, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
 			r := request(t, tc.write, web.Obj())
 			r.BaseResourceVersion = web.Obj().ResourceVersion
 			if err := a.Admit(context.Background(), r); err != nil {
@@ -948,7 +948,7 @@ func TestAdmitDecidesOnItsOwnWrite(t *testing.T) {
 		},
 	})
 	conflicts := counter(metrics.StatusConflicts.WithLabelValues("webhook"))
-	a := NewAdmitter(informer, reader, reader, apiserver, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+	a := NewAdmitter(NewQuotaReader(informer, nil), reader, reader, apiserver, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
 
 	want := team.Clone()
 	var webs []*workv1alpha2.ResourceBinding
@@ -1014,7 +1014,7 @@ func TestAdmitFolds(t *testing.T) {
 	t.Run("past the bound", func(t *testing.T) {
 		c := newClient(nil, team.Obj())
 		clk := clocktesting.NewFakePassiveClock(now)
-		a := NewAdmitter(c, c, c, c, clk, ttl, 10*time.Second, 2)
+		a := NewAdmitter(NewQuotaReader(c, nil), c, c, c, clk, ttl, 10*time.Second, 2)
 		for i, err := range admitAll(t, a, clk, 4) {
 			if err != nil {
 				t.Errorf("Admit %d: %v", i, err)
@@ -1041,7 +1041,7 @@ func TestAdmitFolds(t *testing.T) {
 			},
 		}, team.Obj())
 		clk := clocktesting.NewFakePassiveClock(now)
-		a := NewAdmitter(c, c, c, c, clk, ttl, 10*time.Second, 2)
+		a := NewAdmitter(NewQuotaReader(c, nil), c, c, c, clk, ttl, 10*time.Second, 2)
 		errs := admitAll(t, a, clk, 3)
 		for i, err := range errs[:2] {
 			if err != nil {
@@ -1060,9 +1060,8 @@ func TestAdmitFolds(t *testing.T) {
 // replica that may not list quotas would otherwise hold every call until the apiserver gives up on it.
 func TestBindingValidatorInformerNotSynced(t *testing.T) {
 	c := newClient(nil, utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj())
-	a := newAdmitter(c)
-	a.synced = func() bool { return false }
-	v := &BindingValidator{admitter: a}
+	notSynced := NewQuotaReader(c, func() bool { return false })
+	v := &BindingValidator{admitter: NewAdmitter(notSynced, c, c, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0), quotas: notSynced}
 	old := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Obj()
 	placed := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1).Generation(2).Obj()
 	_, err := v.ValidateUpdate(context.Background(), old, placed)

@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -24,6 +23,7 @@ const kindResourceBinding = "ResourceBinding"
 // BindingValidator admits ResourceBinding creates and updates against the namespace's quotas.
 type BindingValidator struct {
 	admitter *Admitter
+	quotas   *QuotaReader
 	// classes fills in the priority class bindings lack (priority_class.go); nil takes bindings as they are.
 	classes *classifier
 }
@@ -56,9 +56,17 @@ func (v *BindingValidator) validate(ctx context.Context, op admissionv1.Operatio
 }
 
 func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation, rb, old *workv1alpha2.ResourceBinding) error {
-	rb, old, err := v.classes.classify(ctx, rb, old)
-	if err != nil {
-		return err
+	// The namespace's quotas are read once, when first needed: to tell the class of replicas placed without one,
+	// or to decide a write that grows.
+	var quotas *Quotas
+	if v.classes.needed(rb) {
+		var err error
+		if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
+			return quotasNotListed(rb.Namespace, err)
+		}
+		if rb, old, err = v.classes.classify(ctx, quotas, rb, old); err != nil {
+			return err
+		}
 	}
 	newUsage, err := usage.Of(rb)
 	if err != nil {
@@ -78,11 +86,14 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		return nil
 	}
 
-	governed, err := v.admitter.Governed(ctx, rb.Namespace)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", rb.Namespace, err))
+	if quotas == nil {
+		if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
+			return quotasNotListed(rb.Namespace, err)
+		}
 	}
-	if !governed {
+	// A namespace without a quota needs no batch. The batch reads the quotas again: each of its attempts decides on
+	// the newest copies (Admitter.readNewest).
+	if !quotas.Governed() {
 		return nil
 	}
 

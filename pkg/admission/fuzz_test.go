@@ -116,7 +116,7 @@ func fuzzBindingHandler() *admission.Webhook {
 		utiltesting.MakeQuota(ns, "high").Hard(list("cpu", "10", "nvidia.com/gpu", "4")).Scope(corev1.ScopeSelectorOpIn, "high").Obj(),
 		template,
 	).Build()
-	v := &BindingValidator{admitter: newAdmitter(c), classes: &classifier{quotas: c, resolver: priorityclass.NewResolver(c, 1000)}}
+	v := &BindingValidator{admitter: newAdmitter(c), quotas: NewQuotaReader(c, nil), classes: &classifier{resolver: priorityclass.NewResolver(c, 1000)}}
 	return bindingWebhook(scheme.Scheme, v).WithRecoverPanic(false)
 }
 

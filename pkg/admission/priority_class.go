@@ -9,7 +9,6 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
@@ -23,33 +22,28 @@ import (
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 
-// ReasonPriorityClassUnknown is the status reason of a refusal of a binding write whose priority class cannot be
-// told, in a namespace with a quota scoped by PriorityClass. It is not QuotaExceeded: no quota is full, and
-// Karmada's scheduler must not report one.
-const ReasonPriorityClassUnknown metav1.StatusReason = "PriorityClassUnknown"
-
 // classifier fills in the priority class of a write's bindings when they lack it (Karmada without its
 // ResourceQuotaEstimate feature gate), in namespaces with a quota scoped by PriorityClass; elsewhere the class
 // changes no decision, and the write costs nothing more.
 type classifier struct {
-	// quotas is the informer-backed cache that says which quotas a namespace has.
-	quotas   client.Reader
 	resolver *priorityclass.Resolver
 }
 
-// classify returns the write's bindings with their class filled in, copies where it was missing. It refuses, with
-// ReasonPriorityClassUnknown, a write that places replicas whose class cannot be read and that could raise what a
-// scoped quota counts; and fails closed when the template or the quotas cannot be read.
-func (c *classifier) classify(ctx context.Context, rb, old *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, *workv1alpha2.ResourceBinding, error) {
-	// Only placed replicas are charged by class: a create, or any write placing nothing, is decided the same
-	// whatever the class.
-	if c == nil || !priorityclass.PlacesUnclassified(rb) {
+// needed reports whether classify has anything to do for rb. Only placed replicas are charged by class: a create,
+// or any write placing nothing, is decided the same whatever the class.
+func (c *classifier) needed(rb *workv1alpha2.ResourceBinding) bool {
+	return c != nil && priorityclass.PlacesUnclassified(rb)
+}
+
+// classify returns the write's bindings with their class filled in, copies where it was missing; quotas are the
+// namespace's, as the request read them. It refuses, with quotav1alpha1.ReasonPriorityClassUnknown, a write that
+// places replicas whose class cannot be read and that could raise what a scoped quota counts; and fails closed
+// when the template cannot be read.
+func (c *classifier) classify(ctx context.Context, quotas *Quotas, rb, old *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, *workv1alpha2.ResourceBinding, error) {
+	if !c.needed(rb) {
 		return rb, old, nil
 	}
-	scoped, err := c.scopedQuotas(ctx, rb.Namespace)
-	if err != nil {
-		return nil, nil, apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", rb.Namespace, err))
-	}
+	scoped := quotas.ScopedByPriorityClass()
 	if len(scoped) == 0 {
 		return rb, old, nil
 	}
@@ -82,22 +76,6 @@ func (c *classifier) classify(ctx context.Context, rb, old *workv1alpha2.Resourc
 	return classified, priorityclass.WithClass(old, oldClass), nil
 }
 
-// scopedQuotas names the namespace's quotas scoped by PriorityClass, as the informer has them.
-func (c *classifier) scopedQuotas(ctx context.Context, namespace string) ([]string, error) {
-	var quotas quotav1alpha1.KarmadaQuotaList
-	// Read-only: only the scope is looked at.
-	if err := c.quotas.List(ctx, &quotas, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var scoped []string
-	for i := range quotas.Items {
-		if s := quotas.Items[i].Spec.ScopeSelector; s != nil && len(s.MatchExpressions) > 0 {
-			scoped = append(scoped, quotas.Items[i].Name)
-		}
-	}
-	return scoped, nil
-}
-
 // grows is usage.Grows of the write; a binding no quota can count is left for decide to refuse.
 func grows(rb, old *workv1alpha2.ResourceBinding) bool {
 	newUsage, err := usage.Of(rb)
@@ -117,7 +95,7 @@ func priorityClassUnknown(rb *workv1alpha2.ResourceBinding, scoped []string, cau
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure,
 		Code:   http.StatusForbidden,
-		Reason: ReasonPriorityClassUnknown,
+		Reason: metav1.StatusReason(quotav1alpha1.ReasonPriorityClassUnknown),
 		Message: fmt.Sprintf("binding %s/%s places replicas of %s %s whose priority class is unknown, and quota(s) %s of the namespace "+
 			"are scoped by PriorityClass: the write is refused rather than counted under a guessed class. The binding names no "+
 			"class (spec.replicaRequirements.priorityClassName) and %v. Run karmada-controller-manager with "+

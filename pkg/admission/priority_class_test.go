@@ -31,11 +31,12 @@ func classTemplate(name, class string) *appsv1.Deployment {
 }
 
 // classFixture is a BindingValidator that reads priority classes from templates, over a fake apiserver holding
-// quotas and templates; templateReads counts the reads of templates.
+// quotas and templates; templateReads counts the reads of templates, quotaLists the lists of quotas.
 type classFixture struct {
 	client        client.WithWatch
 	validator     *BindingValidator
 	templateReads atomic.Int32
+	quotaLists    atomic.Int32
 }
 
 func newClassFixture(t *testing.T, readErr error, objs ...client.Object) *classFixture {
@@ -52,10 +53,17 @@ func newClassFixture(t *testing.T, readErr error, objs ...client.Object) *classF
 			}
 			return c.Get(ctx, key, obj, opts...)
 		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*quotav1alpha1.KarmadaQuotaList); ok {
+				f.quotaLists.Add(1)
+			}
+			return c.List(ctx, list, opts...)
+		},
 	}).Build()
 	f.validator = &BindingValidator{
 		admitter: newAdmitter(f.client),
-		classes:  &classifier{quotas: f.client, resolver: priorityclass.NewResolver(f.client, 100)},
+		quotas:   NewQuotaReader(f.client, nil),
+		classes:  &classifier{resolver: priorityclass.NewResolver(f.client, 100)},
 	}
 	return f
 }
@@ -119,6 +127,19 @@ func TestClassifiedFromTemplate(t *testing.T) {
 	}
 }
 
+// TestClassOnOneRead: telling a write's class and whether a quota governs it share one read of the namespace's
+// quotas; the batch that decides the write makes its own.
+func TestClassOnOneRead(t *testing.T) {
+	f := newClassFixture(t, nil, classTemplate("web", "high"), scopedQuota("high", corev1.ScopeSelectorOpIn, "high"))
+	web := classless("web", f.templateVersion(t, "web"))
+	if _, err := f.validator.ValidateUpdate(context.Background(), web.Obj(), web.Clone().Cluster("member1", 1).Generation(2).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.quotaLists.Load(); got != 2 {
+		t.Errorf("%d quota lists, want 2: one for the write's class and governance, one for the batch", got)
+	}
+}
+
 func TestClassTemplateChanged(t *testing.T) {
 	// The template moves from high to low; the detector rewrites the binding from the new version.
 	high := classTemplate("web", "high")
@@ -163,7 +184,7 @@ func TestClassUnknown(t *testing.T) {
 	t.Run("placing replicas under a scoped quota is refused, saying why", func(t *testing.T) {
 		f := newClassFixture(t, nil, scopedQuota("high", corev1.ScopeSelectorOpIn, "high"), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
 		_, err := f.validator.ValidateUpdate(ctx, flink().Obj(), flink().Cluster("member1", 1).Generation(2).Obj())
-		checkError(t, &wantError{Code: http.StatusForbidden, Reason: ReasonPriorityClassUnknown, Messages: []string{
+		checkError(t, &wantError{Code: http.StatusForbidden, Reason: metav1.StatusReason(quotav1alpha1.ReasonPriorityClassUnknown), Messages: []string{
 			"binding team-a/flink places replicas of FlinkDeployment flink whose priority class is unknown",
 			"quota(s) high of the namespace are scoped by PriorityClass",
 			"only from the pod templates of CronJob, DaemonSet, Deployment, Job, Pod, ReplicaSet, StatefulSet",
@@ -220,16 +241,22 @@ func TestClassNotNeeded(t *testing.T) {
 }
 
 // BenchmarkClassifyNoScopedQuota is what reading classes adds to a placement write in a namespace without a quota
-// scoped by PriorityClass, the common case: one look at the informer's quotas.
+// scoped by PriorityClass, the common case: one look at the informer's quotas, a read the write's governance check
+// shares.
 func BenchmarkClassifyNoScopedQuota(b *testing.B) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()).Build()
-	classes := &classifier{quotas: c, resolver: priorityclass.NewResolver(c, 100)}
+	reader := NewQuotaReader(c, nil)
+	classes := &classifier{resolver: priorityclass.NewResolver(c, 100)}
 	old := classless("web", "1").Obj()
 	placed := classless("web", "1").Cluster("member1", 3).Generation(2).Obj()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := classes.classify(ctx, placed, old); err != nil {
+		quotas, err := reader.Read(ctx, ns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := classes.classify(ctx, quotas, placed, old); err != nil {
 			b.Fatal(err)
 		}
 	}

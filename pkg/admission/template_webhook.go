@@ -10,6 +10,7 @@ import (
 	"github.com/karmada-io/karmada/pkg/util/names"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -35,6 +36,7 @@ import (
 // the scheduler, which places what fits and reports the rest as the binding's Scheduled=False, QuotaExceeded.
 type TemplateValidator struct {
 	admitter    *Admitter
+	quotas      *QuotaReader
 	bindings    client.Reader
 	classes     *classifier
 	interpreter *interpreter.Interpreter
@@ -67,8 +69,10 @@ func (v *TemplateValidator) Handle(ctx context.Context, req admission.Request) a
 }
 
 func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstructured) error {
-	governed, err := v.admitter.Governed(ctx, obj.GetNamespace())
-	if err != nil || !governed {
+	// One read of the namespace's quotas serves the question whether any governs it and the binding's class; the
+	// decision is the Admitter's, on its own read.
+	quotas, err := v.quotas.Read(ctx, obj.GetNamespace())
+	if err != nil || !quotas.Governed() {
 		// Not the gate that must fail closed: the binding and Work webhooks do.
 		return nil
 	}
@@ -85,11 +89,11 @@ func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstru
 		return nil
 	}
 	would := asking(&rb, w, nil)
-	would, current, err := v.classes.classify(ctx, would, &rb)
+	would, current, err := v.classes.classify(ctx, quotas, would, &rb)
 	if err != nil {
 		// A class that cannot be told is refused as the binding webhook refuses it; a read that failed is not this
 		// gate's to fail closed on.
-		if apierrors.ReasonForError(err) == ReasonPriorityClassUnknown {
+		if apierrors.ReasonForError(err) == metav1.StatusReason(quotav1alpha1.ReasonPriorityClassUnknown) {
 			return err
 		}
 		return nil

@@ -18,14 +18,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
-)
-
-// Paths the webhooks are served on; the ValidatingWebhookConfiguration points at them.
-const (
-	ResourceBindingPath  = "/validate-resourcebinding"
-	KarmadaQuotaPath     = "/validate-karmadaquota"
-	WorkPath             = "/validate-work"
-	ResourceTemplatePath = "/validate-resourcetemplate"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // Options configure admission.
@@ -70,13 +63,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	admitter := NewAdmitter(mgr.GetCache(), mgr.GetAPIReader(), mgr.GetAPIReader(), mgr.GetClient(), opts.Clock,
+	quotas := NewQuotaReader(mgr.GetCache(), informer.HasSynced)
+	admitter := NewAdmitter(quotas, mgr.GetAPIReader(), mgr.GetAPIReader(), mgr.GetClient(), opts.Clock,
 		opts.ReservationTTL, opts.DecisionTimeout, opts.MaxReservations)
-	admitter.synced = informer.HasSynced
 	server := mgr.GetWebhookServer()
-	classes := &classifier{quotas: mgr.GetCache(), resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
-	server.Register(ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, classes: classes}))
-	server.Register(KarmadaQuotaPath, quotaWebhook(mgr.GetScheme()))
+	classes := &classifier{resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
+	server.Register(webhookconfig.ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, quotas: quotas, classes: classes}))
+	server.Register(webhookconfig.KarmadaQuotaPath, quotaWebhook(mgr.GetScheme()))
 
 	workloads, err := interpreter.New(mgr.GetConfig())
 	if err != nil {
@@ -94,10 +87,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	server.Register(WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(),
-		&WorkValidator{admitter: admitter, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads}))
-	server.Register(ResourceTemplatePath, &admission.Webhook{Handler: &TemplateValidator{
-		admitter: admitter, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads,
+	server.Register(webhookconfig.WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(),
+		&WorkValidator{quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads}))
+	server.Register(webhookconfig.ResourceTemplatePath, &admission.Webhook{Handler: &TemplateValidator{
+		admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads,
 		decoder: admission.NewDecoder(mgr.GetScheme()),
 	}})
 	return nil

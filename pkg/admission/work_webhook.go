@@ -32,7 +32,7 @@ import (
 // at the binding's per-replica requests. What the binding admits is read from the apiserver, not a cache: a
 // binding just admitted for more must not have its Work refused for a cache's lag.
 type WorkValidator struct {
-	admitter    *Admitter
+	quotas      *QuotaReader
 	bindings    client.Reader
 	classes     *classifier
 	interpreter *interpreter.Interpreter
@@ -118,19 +118,20 @@ func (v *WorkValidator) workloads(ctx context.Context, work *workv1alpha1.Work) 
 }
 
 func (v *WorkValidator) decideNamespace(ctx context.Context, cluster string, work *workv1alpha1.Work, namespace string, workloads []manifest, before workloadsOf, update bool) error {
-	// One read of the namespace's quotas serves both the question whether any governs it and the decision.
-	list, err := v.admitter.known(ctx, namespace)
+	// One read of the namespace's quotas serves the question whether any governs it, the binding's class and the
+	// decision.
+	quotas, err := v.quotas.Read(ctx, namespace)
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", namespace, err))
+		return quotasNotListed(namespace, err)
 	}
-	if len(list.Items) == 0 {
+	if !quotas.Governed() {
 		return nil
 	}
 	rb, err := v.binding(ctx, work, workloads[0].ref)
 	if err != nil {
 		return err
 	}
-	rb, _, err = v.classes.classify(ctx, rb, nil)
+	rb, _, err = v.classes.classify(ctx, quotas, rb, nil)
 	if err != nil {
 		return err
 	}
@@ -161,12 +162,12 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, cluster string, wor
 		}
 	}
 
+	ledgers, err := quotas.Ledgers()
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s cannot be enforced, so the write is refused (fail closed): %w", namespace, err))
+	}
 	var found []string
-	for i := range list.Items {
-		l, err := quota.NewLedger(&list.Items[i])
-		if err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("quota %s/%s cannot be enforced, so the write is refused (fail closed): %w", namespace, list.Items[i].Name, err))
-		}
+	for _, l := range ledgers {
 		var wasOn resources.List
 		if was != nil {
 			wasOn = was.Charge(l.Selector).Clusters[cluster]

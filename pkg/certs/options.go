@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // Mode says who issues the webhook's serving certificate.
@@ -76,7 +76,7 @@ func NewOptions() Options {
 		CAValidity:           10 * 365 * 24 * time.Hour,
 		Validity:             365 * 24 * time.Hour,
 		CheckInterval:        time.Minute,
-		WebhookConfiguration: admission.ConfigurationName,
+		WebhookConfiguration: webhookconfig.ConfigurationName,
 	}
 }
 
@@ -101,7 +101,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fmt.Sprintf("Longest wait between two checks of the Secrets and the caBundle; renewals also run when they fall due. At most a %dth of --webhook-cert-validity.", checkIntervalShare))
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration-name", o.WebhookConfiguration,
 		"ValidatingWebhookConfiguration, in the karmada-apiserver, whose caBundle is kept in sync. It is never created: the installer does that. "+
-			"The controller's role may only touch "+admission.ConfigurationName+".")
+			"The controller's role may only touch "+webhookconfig.ConfigurationName+".")
 }
 
 // Validate reports every invalid option at once. Options a mode does not read are not checked.

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +26,8 @@ const (
 )
 
 // memberView puts what the members run next to what the quota charges there: status.clusters[].running, and the
-// MembersWithinQuota condition, False once a member has run more than it is charged for longer than grace.
+// MembersWithinQuota condition, False once a member has run more than it is charged for longer than grace. It
+// reports to renderStatus, which writes both.
 type memberView struct {
 	sampler membersReader
 	grace   time.Duration
@@ -48,39 +48,38 @@ type excess struct {
 	running, charged  string
 }
 
-// render writes the members' running requests into status.clusters and sets the condition. It returns the
-// excesses that turned the condition False with this status (for an event), and when to look again should an
-// excess still be within its grace.
-func (v *memberView) render(key types.NamespacedName, status *quotav1alpha1.KarmadaQuotaStatus, ledger *quota.Ledger, charged map[string]resources.List, now time.Time, generation int64) (newlyOver []excess, recheck time.Duration) {
+// memberReport is what the members' view found at one recount, for renderStatus to write.
+type memberReport struct {
+	// running is what each member read runs, in the resources the quota limits; nil before any member is read.
+	running map[string]resources.List
+	// condition is the MembersWithinQuota condition to set; nil leaves the quota's as it is.
+	condition *metav1.Condition
+	// newlyOver are the excesses that turn the condition False at this recount, for an event.
+	newlyOver []excess
+	// recheck is when to look again, should an excess still be within its grace.
+	recheck time.Duration
+}
+
+// observe compares what the members run with what the quota q charges on each (charged, per member cluster), and
+// remembers since when some member has run more. A nil view reports nothing.
+func (v *memberView) observe(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, charged map[string]resources.List, now time.Time) memberReport {
 	if v == nil {
-		return nil, 0
+		return memberReport{}
 	}
+	key := types.NamespacedName{Namespace: q.Namespace, Name: q.Name}
 	running, read := v.sampler.Running(key.Namespace)
-	condition := metav1.Condition{Type: quotav1alpha1.ConditionMembersWithinQuota, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now)}
+	condition := metav1.Condition{Type: quotav1alpha1.ConditionMembersWithinQuota, ObservedGeneration: q.Generation, LastTransitionTime: metav1.NewTime(now)}
 	if !read {
 		condition.Status, condition.Reason = metav1.ConditionUnknown, ReasonMembersNotRead
 		condition.Message = "No member cluster has been read yet through Karmada's cluster proxy"
-		meta.SetStatusCondition(&status.Conditions, condition)
-		return nil, 0
+		return memberReport{condition: &condition}
 	}
 
-	// A member running pods the quota charges nothing for gets an entry too; then every member read has one.
-	for _, cluster := range sortedKeys(running) {
-		if !slices.ContainsFunc(status.Clusters, func(c quotav1alpha1.ClusterUsage) bool { return c.Name == cluster }) {
-			status.Clusters = append(status.Clusters, quotav1alpha1.ClusterUsage{Name: cluster})
-		}
-	}
-	sort.Slice(status.Clusters, func(i, j int) bool { return status.Clusters[i].Name < status.Clusters[j].Name })
+	report := memberReport{running: make(map[string]resources.List, len(running))}
 	var found []excess
-	for i := range status.Clusters {
-		c := &status.Clusters[i]
-		byClass, read := running[c.Name]
-		if !read {
-			continue
-		}
-		cluster := c.Name
-		run := ledger.Limited(byClass.Charge(ledger.Selector))
-		c.Running = ledger.RenderAll(run)
+	for _, cluster := range sortedKeys(running) {
+		run := ledger.Limited(running[cluster].Charge(ledger.Selector))
+		report.running[cluster] = run
 		for _, name := range run.Names() {
 			if run[name] > charged[cluster][name] {
 				found = append(found, excess{
@@ -97,8 +96,8 @@ func (v *memberView) render(key types.NamespacedName, status *quotav1alpha1.Karm
 		delete(v.over, key)
 		condition.Status, condition.Reason = metav1.ConditionTrue, ReasonMembersWithinQuota
 		condition.Message = "Every member cluster that was read runs no more than the quota charges there"
-		meta.SetStatusCondition(&status.Conditions, condition)
-		return nil, 0
+		report.condition = &condition
+		return report
 	}
 	since, ok := v.over[key]
 	if !ok {
@@ -107,22 +106,22 @@ func (v *memberView) render(key types.NamespacedName, status *quotav1alpha1.Karm
 	}
 	if wait := since.Add(v.grace).Sub(now); wait > 0 {
 		// Within the grace a rolling update's surge pods run: the condition stays as it was.
-		if meta.FindStatusCondition(status.Conditions, quotav1alpha1.ConditionMembersWithinQuota) == nil {
+		if meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionMembersWithinQuota) == nil {
 			condition.Status, condition.Reason = metav1.ConditionTrue, ReasonMembersWithinQuota
 			condition.Message = "Every member cluster that was read runs no more than the quota charges there"
-			meta.SetStatusCondition(&status.Conditions, condition)
+			report.condition = &condition
 		}
-		return nil, wait
+		report.recheck = wait
+		return report
 	}
-	wasFalse := meta.IsStatusConditionFalse(status.Conditions, quotav1alpha1.ConditionMembersWithinQuota)
 	condition.Status, condition.Reason = metav1.ConditionFalse, ReasonMembersRunMore
 	condition.Message = fmt.Sprintf("Since %s, more than the quota charges: %s. Pods created in the member outside Karmada, "+
 		"or a workload Karmada left behind; they use the member but not the quota", since.UTC().Format(time.RFC3339), describe(found))
-	meta.SetStatusCondition(&status.Conditions, condition)
-	if wasFalse {
-		return nil, 0
+	report.condition = &condition
+	if !meta.IsStatusConditionFalse(q.Status.Conditions, quotav1alpha1.ConditionMembersWithinQuota) {
+		report.newlyOver = found
 	}
-	return found, 0
+	return report
 }
 
 // forget drops what the view remembers of a deleted quota.
@@ -142,4 +141,13 @@ func describe(found []excess) string {
 		parts[i] = fmt.Sprintf("%s runs %s %s where %s is charged", e.cluster, e.resource, e.running, e.charged)
 	}
 	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

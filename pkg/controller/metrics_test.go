@@ -3,23 +3,19 @@ package controller
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
-	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
@@ -29,68 +25,6 @@ func refusedAt(name string, replicas int32, at time.Time) *utiltesting.BindingWr
 		Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded)
 	meta.FindStatusCondition(w.Status.Conditions, workv1alpha2.Scheduled).LastTransitionTime = metav1.NewTime(at)
 	return w
-}
-
-func TestWaitingOn(t *testing.T) {
-	cpuQuota := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "4"))
-	cases := map[string]struct {
-		quota    *utiltesting.QuotaWrapper
-		bindings []*utiltesting.BindingWrapper
-		want     waitingBindings
-		// waiting names the bindings whose UIDs want holds.
-		waiting []string
-	}{
-		"none waits": {
-			quota:    cpuQuota,
-			bindings: []*utiltesting.BindingWrapper{running("web", 2)},
-		},
-		"counted as the requeue sees them, the oldest refusal kept": {
-			quota: cpuQuota,
-			bindings: []*utiltesting.BindingWrapper{
-				running("big", 4),
-				refusedAt("a", 1, t0.Add(-time.Minute)),
-				refusedAt("b", 2, t0.Add(-time.Hour)),
-				refusedAt("c", 1, t0),
-				// Not waiting on this quota: being deleted, or refused for another reason.
-				refusedAt("deleting", 1, t0.Add(-2*time.Hour)).Deleting(),
-				utiltesting.MakeBinding(ns, "no-fit").Requests(list("cpu", "1")).Replicas(1).
-					Scheduled(false, workv1alpha2.BindingReasonNoClusterFit),
-			},
-			want:    waitingBindings{count: 3, oldest: t0.Add(-time.Hour)},
-			waiting: []string{"a", "b", "c"},
-		},
-		"a binding that needs nothing this quota limits waits on another one": {
-			quota:    utiltesting.MakeQuota(ns, "gpus").Hard(list("nvidia.com/gpu", "1")),
-			bindings: []*utiltesting.BindingWrapper{refusedAt("web", 1, t0)},
-		},
-		"outside a scoped quota": {
-			quota:    cpuQuota.Clone().Scope(corev1.ScopeSelectorOpIn, "high"),
-			bindings: []*utiltesting.BindingWrapper{refusedAt("web", 1, t0).PriorityClass("low")},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ledger, err := quota.NewLedger(tc.quota.Obj())
-			if err != nil {
-				t.Fatalf("NewLedger: %v", err)
-			}
-			bindings := make([]workv1alpha2.ResourceBinding, len(tc.bindings))
-			for i, b := range tc.bindings {
-				bindings[i] = *b.Obj()
-			}
-			want := tc.want
-			want.uids = map[types.UID]bool{}
-			for _, rb := range bindings {
-				if slices.Contains(tc.waiting, rb.Name) {
-					want.uids[rb.UID] = true
-				}
-			}
-			got := waitingOn(ledger, bindings)
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(waitingBindings{})); diff != "" {
-				t.Errorf("waitingOn (-want +got):\n%s", diff)
-			}
-		})
-	}
 }
 
 // TestReconcileCountsWaitingBindings exports the bindings waiting on a quota from each recount, and none once

@@ -10,11 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // settleableReservation passes a quota status write that adds a reservation the controller can settle at once
-// (observedBinding.settles, the rule the recount applies).
+// (quota.Observed.Settles, the rule the recount applies).
 //
 // This happens when an admitted write loses a race after admission: a requeue (or any other spec write) lands
 // first, the apiserver re-runs admission for its retry under a new generation, and the first attempt's
@@ -46,7 +47,7 @@ func settleableReservation(bindings client.Reader) predicate.Funcs {
 				if err != nil {
 					continue // not observed yet: its own event will settle it
 				}
-				if (observedBinding{uid: rb.UID, generation: rb.Generation}).settles(r.ReservedBy.UID, r.Generation) {
+				if (quota.Observed{UID: rb.UID, Generation: rb.Generation}).Settles(quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}) {
 					return true
 				}
 			}

@@ -6,11 +6,8 @@ import (
 	"strings"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 )
@@ -21,12 +18,12 @@ import (
 // +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 
-// Reasons of the PriorityClassesKnown condition.
-const (
-	ReasonPriorityClassesKnown  = "AllKnown"
-	ReasonPriorityClassUnknown  = "PriorityClassUnknown"
-	unclassifiedNamesInMessages = 5
-)
+// ReasonPriorityClassesKnown is the reason of the PriorityClassesKnown condition when True; when False, it is
+// quotav1alpha1.ReasonPriorityClassUnknown.
+const ReasonPriorityClassesKnown = "AllKnown"
+
+// unclassifiedNamesInMessages is how many unclassified bindings a message names.
+const unclassifiedNamesInMessages = 5
 
 // classify fills in, for a quota scoped by PriorityClass, the class of the namespace's bindings that lack it (see
 // priorityclass.ClassifyAll; bindings may hold the cache's objects by value). It returns the bindings whose class
@@ -43,51 +40,12 @@ func (r *QuotaReconciler) classify(ctx context.Context, ledger *quota.Ledger, bi
 	return failed, nil
 }
 
-// classifiedOnly returns the bindings but the unclassified ones, for what reads a binding's class: whether it waits
-// on this quota, and what it still needs.
-func classifiedOnly(bindings []workv1alpha2.ResourceBinding, failed []priorityclass.Failure) []workv1alpha2.ResourceBinding {
-	if len(failed) == 0 {
-		return bindings
-	}
-	skip := unclassifiedNames(failed)
-	out := make([]workv1alpha2.ResourceBinding, 0, len(bindings)-len(failed))
-	for i := range bindings {
-		if !skip[bindings[i].Name] {
-			out = append(out, bindings[i])
-		}
-	}
-	return out
-}
-
 func unclassifiedNames(failed []priorityclass.Failure) map[string]bool {
 	names := make(map[string]bool, len(failed))
 	for _, f := range failed {
 		names[f.Binding] = true
 	}
 	return names
-}
-
-// setPriorityClassesKnown reports, on a quota scoped by PriorityClass, whether every binding's class is known:
-// a binding whose class cannot be read is counted nowhere rather than under a guessed class, and the condition
-// names it. An unscoped quota carries no such condition.
-func (r *QuotaReconciler) setPriorityClassesKnown(status *quotav1alpha1.KarmadaQuotaStatus, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, failed []priorityclass.Failure) {
-	if !ledger.Selector.Scoped() {
-		meta.RemoveStatusCondition(&status.Conditions, quotav1alpha1.ConditionPriorityClassesKnown)
-		return
-	}
-	cond := metav1.Condition{
-		Type:               quotav1alpha1.ConditionPriorityClassesKnown,
-		Status:             metav1.ConditionTrue,
-		Reason:             ReasonPriorityClassesKnown,
-		Message:            "The priority class of every binding of the namespace is known",
-		ObservedGeneration: q.Generation,
-		LastTransitionTime: metav1.NewTime(r.clock.Now()),
-	}
-	if len(failed) > 0 {
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonPriorityClassUnknown
-		cond.Message = unclassifiedMessage(failed)
-	}
-	meta.SetStatusCondition(&status.Conditions, cond)
 }
 
 // unclassifiedMessage says how many bindings could not be classified, names the first ones and why, and what to do.

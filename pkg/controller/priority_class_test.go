@@ -56,14 +56,14 @@ func TestRecountReadsPriorityClassesFromTemplates(t *testing.T) {
 			quota:    utiltesting.MakeQuota(ns, "q").Hard(list("cpu", "10")).Scope(corev1.ScopeSelectorOpIn, "high").Obj(),
 			wantUsed: list("cpu", "2"),
 			wantCondition: &metav1.Condition{Type: quotav1alpha1.ConditionPriorityClassesKnown, Status: metav1.ConditionFalse,
-				Reason: ReasonPriorityClassUnknown},
+				Reason: quotav1alpha1.ReasonPriorityClassUnknown},
 			wantUnclassified: 1,
 		},
 		"DoesNotExist counts the Deployment whose template names none, not the unclassified one": {
 			quota:    utiltesting.MakeQuota(ns, "q").Hard(list("cpu", "10")).Scope(corev1.ScopeSelectorOpDoesNotExist).Obj(),
 			wantUsed: list("cpu", "1"),
 			wantCondition: &metav1.Condition{Type: quotav1alpha1.ConditionPriorityClassesKnown, Status: metav1.ConditionFalse,
-				Reason: ReasonPriorityClassUnknown},
+				Reason: quotav1alpha1.ReasonPriorityClassUnknown},
 			wantUnclassified: 1,
 		},
 		"an unscoped quota counts everything, reads no template and carries no such condition": {

@@ -6,8 +6,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -27,8 +25,6 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
-	"github.com/karmada-quota/karmada-quota/pkg/resources"
-	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
 
@@ -91,122 +87,134 @@ func (r *QuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return ctrl.Result{Requeue: true}, nil
 }
 
-// reconcileOnce reads the quota (from the apiserver when fresh), recounts it and writes its status; conflict
-// reports a lost compare-and-swap.
+// reconcileOnce reads the quota (from the apiserver when fresh) and its namespace's bindings, recounts, renders
+// the status, writes it when it changed, and then reports and requeues what the recount found; conflict reports a
+// lost compare-and-swap.
 func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, fresh bool) (ctrl.Result, bool, error) {
-	log := ctrl.LoggerFrom(ctx)
+	key := req.NamespacedName
 	var q quotav1alpha1.KarmadaQuota
-	if err := r.read(ctx, req.NamespacedName, fresh, &q); err != nil {
+	if err := r.read(ctx, key, fresh, &q); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.state.forget(req.NamespacedName)
-			r.pacer.forget(req.NamespacedName)
-			r.members.forget(req.NamespacedName)
-			if r.written != nil {
-				r.written.Forget(req.NamespacedName)
-			}
+			r.forget(key)
 			return ctrl.Result{}, false, nil
 		}
 		return ctrl.Result{}, false, err
 	}
 	ledger, err := quota.NewLedger(&q)
 	if err != nil {
-		err := r.markInvalid(ctx, &q, err)
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{}, true, nil
-		}
+		return failed(r.markInvalid(ctx, &q, err))
+	}
+	bindings, unclassified, err := r.readBindings(ctx, &q, ledger)
+	if err != nil {
 		return ctrl.Result{}, false, err
 	}
 
+	now := r.clock.Now()
+	tally := quota.Recount(ledger, quota.Observation{
+		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Gone: r.deleted.has, Now: now,
+	})
+	for _, bad := range tally.Malformed {
+		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.Binding), "err", bad.Err)
+	}
+	members := r.members.observe(&q, ledger, tally.Clusters, now)
+	status := renderStatus(&q, ledger, tally, unclassified, members, now)
+
+	drifted := r.state.drifted(key, q.UID, &q.Status)
+	if err := r.writeStatus(ctx, &q, status); err != nil {
+		return failed(err)
+	}
+	r.announce(ctx, &q, tally, members, drifted)
+	requeue := r.state.record(key, &q, tally.Headroom, tally.Waiting)
+	r.state.recordUnclassified(key, len(unclassified))
+	if requeue {
+		if err := r.requeuer.requeue(ctx, &q, tally.Headroom, tally.Waiting.Bindings); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
+		}
+	}
+	return ctrl.Result{RequeueAfter: sooner(tally.UntilExpiry, members.recheck)}, false, nil
+}
+
+// failed is a reconcile's outcome for the error of a write: a lost compare-and-swap is a conflict, read again and
+// retried, not an error.
+func failed(err error) (ctrl.Result, bool, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{}, true, nil
+	}
+	return ctrl.Result{}, false, err
+}
+
+// forget drops what the controller keeps of a deleted quota.
+func (r *QuotaReconciler) forget(key types.NamespacedName) {
+	r.state.forget(key)
+	r.pacer.forget(key)
+	r.members.forget(key)
+	if r.written != nil {
+		r.written.Forget(key)
+	}
+}
+
+// readBindings lists the quota's namespace's bindings and, for a scoped quota, reads the priority class of those
+// that lack it (classify), returning those it could not read.
+func (r *QuotaReconciler) readBindings(ctx context.Context, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]workv1alpha2.ResourceBinding, []priorityclass.Failure, error) {
 	// Read-only: the recount never changes a binding and the requeuer copies one before patching it, so the
 	// cache's objects are listed as they are rather than deep-copied, 10,000 of them per recount.
 	var bindings workv1alpha2.ResourceBindingList
 	if err := r.client.List(ctx, &bindings, client.InNamespace(q.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("listing bindings: %w", err)
+		return nil, nil, fmt.Errorf("listing bindings: %w", err)
 	}
-	// A scoped quota reads the priority class of the bindings that lack it; count them where they belong.
 	unclassified, err := r.classify(ctx, ledger, bindings.Items)
 	if err != nil {
-		return ctrl.Result{}, false, err
+		return nil, nil, err
 	}
-	count := countUsage(ledger, bindings.Items, unclassifiedNames(unclassified))
-	count.unclassified = unclassified
-	for _, bad := range count.malformed {
-		log.V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.name), "err", bad.err)
-	}
+	return bindings.Items, unclassified, nil
+}
 
-	now := r.clock.Now()
-	var expired int
-	settled := ledger.Settle(func(res quota.Reservation) bool {
-		if seen, ok := count.observed[res.Owner.Name]; ok && seen.settles(res.Owner.UID, res.Generation) {
-			return true
-		}
-		if r.deleted.has(res.Owner.UID) {
-			return true
-		}
-		// The binding cache is synced before any reconcile runs, so an expired reservation whose binding the
-		// cache does not show at its generation is a write that never happened.
-		if now.After(res.Expires) {
-			expired++
-			return true
-		}
-		return false
-	})
-	// The same reasoning for the reservations folded into one sum: once the last of them has expired, each folded
-	// write has been observed (and is in used) or can no longer happen.
-	folded, foldedExpired := ledger.ExpireFolded(now)
-	// The webhook keeps the list within its bound; a list longer than that is brought within it here.
-	ledger.Fold(quota.MaxReservations)
+// writeStatus writes status when it differs from the quota's as read, and remembers the write for the next read.
+func (r *QuotaReconciler) writeStatus(ctx context.Context, q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus) error {
+	if equality.Semantic.DeepEqual(q.Status, *status) {
+		return nil
+	}
+	q.Status = *status
+	if err := r.client.Status().Update(ctx, q); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	if r.written != nil {
+		r.written.Remember(q)
+	}
+	return nil
+}
 
-	status := r.status(&q, ledger, count)
-	newlyOver, recheck := r.members.render(req.NamespacedName, status, ledger, count.clusters, now, q.Generation)
-	drifted := r.state.drifted(req.NamespacedName, q.UID, &q.Status)
-	if !equality.Semantic.DeepEqual(q.Status, *status) {
-		q.Status = *status
-		if err := r.client.Status().Update(ctx, &q); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{}, true, nil
-			}
-			return ctrl.Result{}, false, fmt.Errorf("writing status: %w", err)
-		}
-		if r.written != nil {
-			r.written.Remember(&q)
-		}
+// announce counts and tells what a recount did, once its status write landed: a lost write is retried, and would
+// count it all twice.
+func (r *QuotaReconciler) announce(ctx context.Context, q *quotav1alpha1.KarmadaQuota, tally quota.Tally, members memberReport, drifted bool) {
+	metrics.ReservationsExpired.Add(float64(tally.Expired))
+	metrics.ReservationsSettled.Add(float64(len(tally.Settled) - tally.Expired))
+	if tally.Expired > 0 {
+		r.recorder.Eventf(q, corev1.EventTypeNormal, EventReservationExpired,
+			"%d reservation(s) expired without their binding write being observed", tally.Expired)
 	}
-	// Counted once the write landed: a lost write is retried and would count them twice.
-	metrics.ReservationsExpired.Add(float64(expired))
-	metrics.ReservationsSettled.Add(float64(len(settled) - expired))
-	if expired > 0 {
-		r.recorder.Eventf(&q, corev1.EventTypeNormal, EventReservationExpired,
-			"%d reservation(s) expired without their binding write being observed", expired)
-	}
-	if foldedExpired {
+	if folded := tally.FoldedExpired; folded.Count > 0 {
 		metrics.ReservationsExpired.Add(float64(folded.Count))
-		r.recorder.Eventf(&q, corev1.EventTypeNormal, EventReservationExpired,
+		r.recorder.Eventf(q, corev1.EventTypeNormal, EventReservationExpired,
 			"%d folded reservation(s) expired: each of their writes is counted in used or never happened", folded.Count)
 	}
-	if len(newlyOver) > 0 {
-		r.recorder.Event(&q, corev1.EventTypeWarning, EventMembersRunMore,
-			"Member clusters run more than the quota charges there: "+describe(newlyOver))
+	if len(members.newlyOver) > 0 {
+		r.recorder.Event(q, corev1.EventTypeWarning, EventMembersRunMore,
+			"Member clusters run more than the quota charges there: "+describe(members.newlyOver))
 	}
 	if drifted {
 		metrics.DriftRepaired.Inc()
-		r.recorder.Event(&q, corev1.EventTypeWarning, EventDriftRepaired, "Status had been changed by another writer; recounted from the bindings")
-		log.Info("Repaired quota status changed by another writer", "quota", klog.KObj(&q))
+		r.recorder.Event(q, corev1.EventTypeWarning, EventDriftRepaired, "Status had been changed by another writer; recounted from the bindings")
+		ctrl.LoggerFrom(ctx).Info("Repaired quota status changed by another writer", "quota", klog.KObj(q))
 	}
+}
 
-	classified := classifiedOnly(bindings.Items, unclassified)
-	requeue := r.state.record(req.NamespacedName, &q, ledger, count.used, waitingOn(ledger, classified))
-	r.state.recordUnclassified(req.NamespacedName, len(unclassified))
-	if requeue {
-		if err := r.requeuer.requeue(ctx, &q, ledger, count, classified); err != nil {
-			log.Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
-		}
+// sooner is the earlier of two waits, 0 being none.
+func sooner(a, b time.Duration) time.Duration {
+	if b > 0 && (a == 0 || b < a) {
+		return b
 	}
-	after := untilFirstExpiry(ledger, now)
-	if recheck > 0 && (after == 0 || recheck < after) {
-		after = recheck
-	}
-	return ctrl.Result{RequeueAfter: after}, false, nil
+	return a
 }
 
 // read reads the quota from the apiserver when fresh; otherwise it takes the newer of the cache's copy and this
@@ -220,140 +228,6 @@ func (r *QuotaReconciler) read(ctx context.Context, key types.NamespacedName, fr
 	}
 	*q = *r.written.Newest(q)
 	return nil
-}
-
-// untilFirstExpiry is when the next reservation expires: a write that never happens produces no event, so the
-// controller comes back by itself to release what it held.
-func untilFirstExpiry(ledger *quota.Ledger, now time.Time) time.Duration {
-	var first time.Time
-	for _, res := range ledger.Reservations() {
-		if first.IsZero() || res.Expires.Before(first) {
-			first = res.Expires
-		}
-	}
-	if folded := ledger.Folded(); folded.Count > 0 && (first.IsZero() || folded.Expires.Before(first)) {
-		first = folded.Expires
-	}
-	if first.IsZero() {
-		return 0
-	}
-	// A second past the expiry, since expiry times are whole seconds and "after" is strict.
-	return first.Sub(now) + time.Second
-}
-
-// counted is what a quota's namespace uses, as the controller observes it.
-type counted struct {
-	used     resources.List
-	clusters map[string]resources.List
-	// observed is every binding of the namespace, by name.
-	observed  map[string]observedBinding
-	malformed []malformed
-	// unclassified are the bindings a scoped quota could not read the priority class of, and does not count.
-	unclassified []priorityclass.Failure
-}
-
-// observedBinding is what the controller observes of the binding holding a name.
-type observedBinding struct {
-	uid        types.UID
-	generation int64
-}
-
-// settles reports whether a reservation for the binding write (owner, generation) no longer needs to hold quota,
-// given the binding observed under the owner's name: either that write is observed, counted in used from now on,
-// or another binding holds the name, so the write never committed (Karmada's detector races itself creating a
-// binding, and the loser's create fails with AlreadyExists after admission) or its binding is gone. Waiting for
-// the expiry would hold the reservation, a whole object count on a tight quota, for minutes.
-func (b observedBinding) settles(owner types.UID, generation int64) bool {
-	return b.uid != owner || b.generation >= generation
-}
-
-type malformed struct {
-	name string
-	err  error
-}
-
-// countUsage sums what the bindings use that the quota counts, total and per member cluster. The bindings named
-// in unclassified are observed (their reservations settle) but not counted: their priority class is unknown.
-func countUsage(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding, unclassified map[string]bool) counted {
-	c := counted{used: resources.List{}, clusters: map[string]resources.List{}, observed: make(map[string]observedBinding, len(bindings))}
-	for i := range bindings {
-		rb := &bindings[i]
-		c.observed[rb.Name] = observedBinding{uid: rb.UID, generation: rb.Generation}
-		if unclassified[rb.Name] {
-			continue
-		}
-		u, err := usage.Of(rb)
-		if err != nil {
-			c.malformed = append(c.malformed, malformed{name: rb.Name, err: err})
-			continue
-		}
-		charge := u.Charge(ledger.Selector)
-		c.used.Add(ledger.Limited(charge.Total))
-		for cluster, used := range charge.Clusters {
-			limited := ledger.Limited(used)
-			if len(limited) == 0 {
-				continue
-			}
-			if c.clusters[cluster] == nil {
-				c.clusters[cluster] = resources.List{}
-			}
-			c.clusters[cluster].Add(limited)
-		}
-	}
-	return c
-}
-
-// waitingBindings is how many of a namespace's bindings wait on one quota, and since when the longest of them has.
-type waitingBindings struct {
-	count int
-	// uids are the waiting bindings: one seen waiting for the first time may have been refused before the
-	// headroom last grew, its condition reaching this controller after that growth (see state.record).
-	uids map[types.UID]bool
-	// oldest is the earliest lastTransitionTime of their Scheduled conditions: when the scheduler was first
-	// refused. Karmada keeps it while its retries are refused again (the condition stays False).
-	oldest time.Time
-}
-
-// waitingOn counts the bindings that wait on the ledger's quota (Ledger.WaitsOn, the requeue's rule).
-func waitingOn(ledger *quota.Ledger, bindings []workv1alpha2.ResourceBinding) waitingBindings {
-	w := waitingBindings{uids: map[types.UID]bool{}}
-	for i := range bindings {
-		rb := &bindings[i]
-		if _, ok := ledger.WaitsOn(rb); !ok {
-			continue
-		}
-		w.count++
-		w.uids[rb.UID] = true
-		since := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled).LastTransitionTime.Time
-		if !since.IsZero() && (w.oldest.IsZero() || since.Before(w.oldest)) {
-			w.oldest = since
-		}
-	}
-	return w
-}
-
-// status renders the quota's new status from the ledger (reservations) and the count (usage).
-func (r *QuotaReconciler) status(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, count counted) *quotav1alpha1.KarmadaQuotaStatus {
-	status := q.Status.DeepCopy()
-	status.ObservedGeneration = q.Generation
-	status.Hard = q.Spec.Hard.DeepCopy()
-	status.Used = ledger.RenderAll(count.used)
-	ledger.WriteReservations(status)
-	status.Clusters = nil
-	for _, name := range sortedKeys(count.clusters) {
-		status.Clusters = append(status.Clusters, quotav1alpha1.ClusterUsage{Name: name, Used: ledger.Render(count.clusters[name])})
-	}
-	status.Summary = summary(q.Spec.Hard, status.Used)
-	r.setPriorityClassesKnown(status, q, ledger, count.unclassified)
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type:               quotav1alpha1.ConditionReady,
-		Status:             metav1.ConditionTrue,
-		Reason:             ReasonCalculated,
-		Message:            "Usage recounted from the namespace's ResourceBindings",
-		ObservedGeneration: q.Generation,
-		LastTransitionTime: metav1.NewTime(r.clock.Now()),
-	})
-	return status
 }
 
 // markInvalid reports a quota that slipped past validation: Ready=False, an event, and nothing else written. A
@@ -371,29 +245,4 @@ func (r *QuotaReconciler) markInvalid(ctx context.Context, q *quotav1alpha1.Karm
 	}
 	q.Status = *status
 	return r.client.Status().Update(ctx, q)
-}
-
-// summary renders "cpu: 3/10, memory: 1Gi/20Gi" for the printer column, in the author's names.
-func summary(hard, used corev1.ResourceList) string {
-	names := make([]string, 0, len(hard))
-	for name := range hard {
-		names = append(names, string(name))
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, name := range names {
-		u := used[corev1.ResourceName(name)]
-		h := hard[corev1.ResourceName(name)]
-		parts[i] = fmt.Sprintf("%s: %s/%s", name, u.String(), h.String())
-	}
-	return strings.Join(parts, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,8 +28,6 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
-	"github.com/karmada-quota/karmada-quota/pkg/quota"
-	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
@@ -171,166 +168,6 @@ func objects[T client.Object](objs ...T) []client.Object {
 		out[i] = o
 	}
 	return out
-}
-
-// TestCountUsage sums what a namespace's bindings use, as one quota counts it.
-func TestCountUsage(t *testing.T) {
-	type malformedBinding struct {
-		Name string
-		// Path is the field the error must name.
-		Path string
-	}
-	cases := map[string]struct {
-		quota    *quotav1alpha1.KarmadaQuota
-		bindings []*workv1alpha2.ResourceBinding
-		wantUsed resources.List
-		// wantClusters holds canonical names and accounting units (milli-CPU, bytes).
-		wantClusters    map[string]resources.List
-		wantGenerations map[types.UID]int64
-		wantMalformed   []malformedBinding
-	}{
-		"nothing to count": {
-			quota:           utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj(),
-			wantUsed:        resources.List{},
-			wantClusters:    map[string]resources.List{},
-			wantGenerations: map[types.UID]int64{},
-		},
-		"Divided, Duplicated and multi-component bindings, total and per member cluster": {
-			quota: utiltesting.MakeQuota(ns, "team").Hard(list(
-				"cpu", "100", "memory", "100Gi", "pods", "100", "count/deployments.apps", "10", "services", "10")).Obj(),
-			bindings: []*workv1alpha2.ResourceBinding{
-				// Divided: 3 replicas over two clusters.
-				utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "500m", "memory", "1Gi")).Replicas(3).
-					Cluster("member1", 2).Cluster("member2", 1).Obj(),
-				// Duplicated: every cluster runs all 2 replicas.
-				utiltesting.MakeBinding(ns, "api").Requests(list("cpu", "1")).Replicas(2).
-					Cluster("member1", 2).Cluster("member2", 2).Obj(),
-				// Multi-component: each listed cluster runs each component at its replica count.
-				utiltesting.MakeBinding(ns, "flink").Resource("flink.apache.org/v1beta1", "FlinkDeployment").
-					Component("jobmanager", 1, list("cpu", "1", "memory", "1Gi")).
-					Component("taskmanager", 2, list("cpu", "250m", "memory", "512Mi")).
-					Cluster("member2", 1).Cluster("member3", 1).Obj(),
-				// A Service: an object count and no compute, though listed on a cluster.
-				utiltesting.MakeBinding(ns, "svc").Resource("v1", "Service").Cluster("member1", 0).Obj(),
-				// Unscheduled: only the object.
-				utiltesting.MakeBinding(ns, "pending").Requests(list("cpu", "8")).Replicas(4).Obj(),
-				// Deleting: still counts until it is gone.
-				utiltesting.MakeBinding(ns, "leaving").Requests(list("cpu", "100m")).Cluster("member3", 1).Deleting().Obj(),
-			},
-			wantUsed: resources.List{
-				"requests.cpu":           1500 + 4000 + 2*1500 + 100,
-				"requests.memory":        3<<30 + 2*(2<<30),
-				"pods":                   3 + 4 + 2*3 + 1,
-				"count/deployments.apps": 4,
-				"count/services":         1,
-			},
-			wantClusters: map[string]resources.List{
-				"member1": {"requests.cpu": 1000 + 2000, "requests.memory": 2 << 30, "pods": 2 + 2},
-				"member2": {"requests.cpu": 500 + 2000 + 1500, "requests.memory": 1<<30 + 2<<30, "pods": 1 + 2 + 3},
-				"member3": {"requests.cpu": 1500 + 100, "requests.memory": 2 << 30, "pods": 3 + 1},
-			},
-			wantGenerations: map[types.UID]int64{
-				"uid-team-a-web": 1, "uid-team-a-api": 1, "uid-team-a-flink": 1, "uid-team-a-svc": 1,
-				"uid-team-a-pending": 1, "uid-team-a-leaving": 1,
-			},
-		},
-		"only limited resources are counted, and a cluster with none of them is not listed": {
-			quota: utiltesting.MakeQuota(ns, "team").Hard(list("count/deployments.apps", "10")).Obj(),
-			bindings: []*workv1alpha2.ResourceBinding{
-				utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj(),
-			},
-			wantUsed:        resources.List{"count/deployments.apps": 1},
-			wantClusters:    map[string]resources.List{},
-			wantGenerations: map[types.UID]int64{"uid-team-a-web": 1},
-		},
-		"a scoped quota counts only the replica sets of the priority classes it selects": {
-			quota: utiltesting.MakeQuota(ns, "high").Hard(list("cpu", "10", "pods", "10")).
-				Scope(corev1.ScopeSelectorOpIn, "high").Obj(),
-			bindings: []*workv1alpha2.ResourceBinding{
-				utiltesting.MakeBinding(ns, "web").PriorityClass("high").Requests(list("cpu", "1")).Cluster("member1", 2).Obj(),
-				utiltesting.MakeBinding(ns, "batch").PriorityClass("low").Requests(list("cpu", "1")).Cluster("member1", 3).Obj(),
-				utiltesting.MakeBinding(ns, "plain").Requests(list("cpu", "1")).Cluster("member2", 1).Obj(),
-				// The component that names "high" counts; the one inheriting the binding's "low" does not.
-				utiltesting.MakeBinding(ns, "mixed").PriorityClass("low").
-					Component("leader", 1, list("cpu", "2")).ComponentPriorityClass("leader", "high").
-					Component("worker", 2, list("cpu", "1")).
-					Cluster("member2", 1).Obj(),
-			},
-			wantUsed: resources.List{"requests.cpu": 2000 + 2000, "pods": 2 + 1},
-			wantClusters: map[string]resources.List{
-				"member1": {"requests.cpu": 2000, "pods": 2},
-				"member2": {"requests.cpu": 2000, "pods": 1},
-			},
-			wantGenerations: map[types.UID]int64{
-				"uid-team-a-web": 1, "uid-team-a-batch": 1, "uid-team-a-plain": 1, "uid-team-a-mixed": 1,
-			},
-		},
-		"malformed bindings are skipped and reported; their generations are still observed": {
-			quota: utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10", "count/deployments.apps", "10")).Obj(),
-			bindings: []*workv1alpha2.ResourceBinding{
-				utiltesting.MakeBinding(ns, "good").Requests(list("cpu", "1")).Cluster("member1", 1).Generation(4).Obj(),
-				utiltesting.MakeBinding(ns, "negative-replicas").Requests(list("cpu", "1")).Cluster("member1", -1).Generation(2).Obj(),
-				utiltesting.MakeBinding(ns, "no-kind").Resource("apps/v1", "").Cluster("member1", 1).Obj(),
-				utiltesting.MakeBinding(ns, "negative-request").Requests(list("cpu", "-1")).Cluster("member1", 1).Obj(),
-			},
-			wantUsed: resources.List{"requests.cpu": 1000, "count/deployments.apps": 1},
-			wantClusters: map[string]resources.List{
-				"member1": {"requests.cpu": 1000},
-			},
-			wantGenerations: map[types.UID]int64{
-				"uid-team-a-good": 4, "uid-team-a-negative-replicas": 2, "uid-team-a-no-kind": 1, "uid-team-a-negative-request": 1,
-			},
-			wantMalformed: []malformedBinding{
-				{Name: "negative-replicas", Path: "spec.clusters[0].replicas"},
-				{Name: "no-kind", Path: "spec.resource.kind"},
-				{Name: "negative-request", Path: "spec.replicaRequirements.resourceRequest[cpu]"},
-			},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ledger, err := quota.NewLedger(tc.quota)
-			if err != nil {
-				t.Fatalf("NewLedger: %v", err)
-			}
-			bindings := make([]workv1alpha2.ResourceBinding, len(tc.bindings))
-			for i, rb := range tc.bindings {
-				bindings[i] = *rb
-			}
-
-			got := countUsage(ledger, bindings, nil)
-
-			if diff := cmp.Diff(tc.wantUsed, got.used, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("used (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantClusters, got.clusters, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("clusters (-want +got):\n%s", diff)
-			}
-			generations := map[types.UID]int64{}
-			for _, b := range got.observed {
-				generations[b.uid] = b.generation
-			}
-			if diff := cmp.Diff(tc.wantGenerations, generations, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("generations (-want +got):\n%s", diff)
-			}
-			var gotMalformed []malformedBinding
-			for _, m := range got.malformed {
-				path := ""
-				for _, w := range tc.wantMalformed {
-					if w.Name == m.name && m.err != nil && strings.Contains(m.err.Error(), w.Path) {
-						path = w.Path
-					}
-				}
-				if path == "" {
-					t.Logf("malformed binding %s: %v", m.name, m.err)
-				}
-				gotMalformed = append(gotMalformed, malformedBinding{Name: m.name, Path: path})
-			}
-			if diff := cmp.Diff(tc.wantMalformed, gotMalformed, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("malformed bindings, by name and the field their error names (-want +got):\n%s", diff)
-			}
-		})
-	}
 }
 
 // TestReconcileStatus recounts a quota from its namespace's bindings and renders every status field.
@@ -988,39 +825,6 @@ func TestReconcileRequeueFailureIsLogged(t *testing.T) {
 	}
 	if got := f.statusWrites.Load(); got != 1 {
 		t.Errorf("status writes = %d, want 1", got)
-	}
-}
-
-func TestUntilFirstExpiry(t *testing.T) {
-	now := t0.Add(700 * time.Millisecond)
-	cases := map[string]struct {
-		expiries []time.Time
-		want     time.Duration
-	}{
-		"no reservation: no requeue": {},
-		"one": {
-			expiries: []time.Time{t0.Add(time.Minute)},
-			want:     time.Minute - 700*time.Millisecond + time.Second,
-		},
-		"the earliest of several, in any order": {
-			expiries: []time.Time{t0.Add(2 * time.Minute), t0.Add(30 * time.Second), t0.Add(time.Minute)},
-			want:     30*time.Second - 700*time.Millisecond + time.Second,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
-			for i, e := range tc.expiries {
-				q.Reservation(utiltesting.MakeBinding(ns, fmt.Sprintf("rb-%d", i)).Obj(), 1, list("cpu", "1"), e)
-			}
-			ledger, err := quota.NewLedger(q.Obj())
-			if err != nil {
-				t.Fatalf("NewLedger: %v", err)
-			}
-			if got := untilFirstExpiry(ledger, now); got != tc.want {
-				t.Errorf("untilFirstExpiry = %v, want %v", got, tc.want)
-			}
-		})
 	}
 }
 

@@ -41,28 +41,25 @@ type candidate struct {
 	priority int32
 }
 
-func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, count counted, bindings []workv1alpha2.ResourceBinding) error {
+// requeue requeues as many of the bindings waiting on q as headroom can take. waiting are the recount's
+// (quota.Tally.Waiting), on this very quota only (Ledger.WaitsOn): one that needs nothing it limits waits on another
+// quota, and requeueing it here would only have it refused again.
+func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, headroom resources.List, waiting []quota.WaitingBinding) error {
 	r.forgetCooledDown()
-	headroom := ledger.Headroom(count.used)
+	// A copy to promise from: the state keeps the recount's headroom, to compare the next recount's with.
+	headroom = headroom.Clone()
 	var candidates []candidate
-	for i := range bindings {
-		rb := &bindings[i]
-		// Only bindings waiting on this very quota (Ledger.WaitsOn): one that needs nothing it limits waits on
-		// another quota, and requeueing it here would only have it refused again.
-		need, ok := ledger.WaitsOn(rb)
-		if !ok {
-			continue
-		}
-		if r.coolingDown(rb.UID) {
+	for _, w := range waiting {
+		if r.coolingDown(w.Binding.UID) {
 			// Requeued a moment ago and not yet placed: what it needs is promised to it, not free for the next.
-			headroom.Sub(need)
+			headroom.Sub(w.Need)
 			continue
 		}
 		priority := int32(0)
-		if rb.Spec.SchedulePriority != nil {
-			priority = rb.Spec.SchedulePriority.Priority
+		if w.Binding.Spec.SchedulePriority != nil {
+			priority = w.Binding.Spec.SchedulePriority.Priority
 		}
-		candidates = append(candidates, candidate{rb: rb, need: need, priority: priority})
+		candidates = append(candidates, candidate{rb: w.Binding, need: w.Need, priority: priority})
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]

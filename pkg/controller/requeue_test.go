@@ -56,7 +56,8 @@ func requeueNow(t *testing.T, f *fixture, q *quotav1alpha1.KarmadaQuota) error {
 	if err := f.client.List(context.Background(), &bindings, client.InNamespace(ns)); err != nil {
 		t.Fatalf("listing bindings: %v", err)
 	}
-	return f.requeuer.requeue(context.Background(), q, ledger, countUsage(ledger, bindings.Items, nil), bindings.Items)
+	tally := quota.Recount(ledger, quota.Observation{Bindings: bindings.Items, Now: f.clock.Now()})
+	return f.requeuer.requeue(context.Background(), q, tally.Headroom, tally.Waiting.Bindings)
 }
 
 // triggered maps every binding whose rescheduleTriggeredAt is set, read back from the client, to it.
@@ -336,7 +337,8 @@ func TestRequeueErrors(t *testing.T) {
 		}
 		requeued := counter(metrics.BindingsRequeued)
 
-		if err := f.requeuer.requeue(context.Background(), q, ledger, countUsage(ledger, bindings.Items, nil), bindings.Items); err != nil {
+		tally := quota.Recount(ledger, quota.Observation{Bindings: bindings.Items, Now: f.clock.Now()})
+		if err := f.requeuer.requeue(context.Background(), q, tally.Headroom, tally.Waiting.Bindings); err != nil {
 			t.Errorf("requeue: %v", err)
 		}
 

@@ -52,13 +52,17 @@ func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1al
 		!equality.Semantic.DeepEqual(qs.written.Clusters, read.Clusters)
 }
 
-// record remembers the status now stored, and the bindings waiting on the quota, and reports whether it is time
-// to requeue waiting bindings: any limited resource gained headroom since the last record (or this is the first),
-// or a binding is seen waiting that was not at the last record. The second covers a refusal whose condition
-// reaches this controller's cache only after the growth that would have let it in: the growth's requeue did not
-// see it waiting, and no later growth may come.
-func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, used resources.List, waiting waitingBindings) bool {
-	headroom := ledger.Headroom(used)
+// record remembers the status now stored, and the headroom and the bindings waiting on the quota as the recount
+// found them (quota.Tally; headroom is kept, not copied), and reports whether it is time to requeue waiting
+// bindings: any limited resource gained headroom since the last record (or this is the first), or a binding is seen
+// waiting that was not at the last record. The second covers a refusal whose condition reaches this controller's
+// cache only after the growth that would have let it in: the growth's requeue did not see it waiting, and no later
+// growth may come.
+func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, headroom resources.List, waiting quota.Waiting) bool {
+	waitingUIDs := make(map[types.UID]bool, len(waiting.Bindings))
+	for _, w := range waiting.Bindings {
+		waitingUIDs[w.Binding.UID] = true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, ok := s.quotas[key]
@@ -69,13 +73,13 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 				requeue = true
 			}
 		}
-		for uid := range waiting.uids {
+		for uid := range waitingUIDs {
 			if !prev.waiting[uid] {
 				requeue = true
 			}
 		}
 	}
-	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, waiting: waiting.uids,
+	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, waiting: waitingUIDs,
 		snapshot: snapshot(q, waiting)}
 	return requeue
 }
@@ -97,12 +101,12 @@ func (s *state) Snapshots() []metrics.QuotaSnapshot {
 	return out
 }
 
-func snapshot(q *quotav1alpha1.KarmadaQuota, waiting waitingBindings) metrics.QuotaSnapshot {
+func snapshot(q *quotav1alpha1.KarmadaQuota, waiting quota.Waiting) metrics.QuotaSnapshot {
 	s := metrics.QuotaSnapshot{
 		Namespace: q.Namespace, Name: q.Name,
 		Hard: floats(q.Status.Hard), Used: floats(q.Status.Used), Reserved: floats(q.Status.Reserved),
 		Clusters: map[string]map[string]float64{},
-		Waiting:  waiting.count, OldestWaiting: waiting.oldest,
+		Waiting:  len(waiting.Bindings), OldestWaiting: waiting.Since,
 	}
 	for _, c := range q.Status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)

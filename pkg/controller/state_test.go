@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +54,17 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	if err != nil {
 		t.Fatalf("Parse(%v): %v", status.Used, err)
 	}
-	return s.record(teamKey, q, ledger, used, waitingBindings{})
+	return s.record(teamKey, q, ledger.Headroom(used), quota.Waiting{})
+}
+
+// waitingSince is what a recount finds waiting: bindings of the given UIDs (needing nothing the test looks at),
+// refused first at since.
+func waitingSince(since time.Time, uids ...types.UID) quota.Waiting {
+	w := quota.Waiting{Since: since}
+	for _, uid := range uids {
+		w.Bindings = append(w.Bindings, quota.WaitingBinding{Binding: &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{UID: uid}}})
+	}
+	return w
 }
 
 func TestStateDrifted(t *testing.T) {
@@ -251,7 +262,7 @@ func TestStateSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
-	s.record(teamKey, q, ledger, resources.List{}, waitingBindings{count: 2, oldest: t0})
+	s.record(teamKey, q, ledger.Headroom(resources.List{}), waitingSince(t0, "web", "api"))
 	if got := s.Snapshots(); len(got) != 1 || got[0].Waiting != 2 || !got[0].OldestWaiting.Equal(t0) {
 		t.Errorf("snapshots = %+v, want one with 2 bindings waiting since %v", got, t0)
 	}
@@ -344,17 +355,11 @@ func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
-	waitingUIDs := func(uids ...types.UID) waitingBindings {
-		w := waitingBindings{count: len(uids), uids: map[types.UID]bool{}}
-		for _, uid := range uids {
-			w.uids[uid] = true
-		}
-		return w
-	}
+	waitingUIDs := func(uids ...types.UID) quota.Waiting { return waitingSince(time.Time{}, uids...) }
 	steps := []struct {
 		what    string
 		used    string
-		waiting waitingBindings
+		waiting quota.Waiting
 		want    bool
 	}{
 		{"the first record", "8", waitingUIDs("a"), true},
@@ -370,7 +375,7 @@ func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
-		if got := s.record(teamKey, q, ledger, used, step.waiting); got != step.want {
+		if got := s.record(teamKey, q, ledger.Headroom(used), step.waiting); got != step.want {
 			t.Errorf("%s: record = %v, want %v", step.what, got, step.want)
 		}
 	}

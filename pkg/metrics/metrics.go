@@ -40,7 +40,7 @@ const (
 	WriterController = "controller"
 )
 
-// admittedOperations are the operations the webhook configuration sends (admission.WebhookConfiguration).
+// admittedOperations are the operations the webhook configuration sends (webhookconfig.Configuration).
 var admittedOperations = []string{"CREATE", "UPDATE"}
 
 // quota-webhook's series.

@@ -16,13 +16,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The chart's alerts and dashboard, and the README section that documents them, from this package's folder.
+// The chart's alerts and dashboard, and the README section that documents them, from this package's folder (go test
+// runs a package's tests in its folder).
 var (
-	monitoringDir = filepath.Join("..", "..", "deploy", "charts", "karmada-quota", "files", "monitoring")
+	repoRoot      = filepath.Join("..", "..")
+	monitoringDir = filepath.Join(repoRoot, "deploy", "charts", "karmada-quota", "files", "monitoring")
 	alertsFile    = filepath.Join(monitoringDir, "alerts.yaml")
 	dashboardFile = filepath.Join(monitoringDir, "dashboard.json")
-	alertTests    = filepath.Join("..", "..", "test", "monitoring", "alerts_test.yaml")
-	readme        = filepath.Join("..", "..", "README.md")
+	alertTests    = filepath.Join(repoRoot, "test", "monitoring", "alerts_test.yaml")
+	readme        = filepath.Join(repoRoot, "README.md")
 )
 
 // exportedNames is every series name the two binaries export: the gathered families, a histogram as its _bucket,
@@ -371,13 +373,9 @@ func unitFor(title string) string {
 var grafanaIntervals = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
 // TestMonitoringQueriesParse parses every query of the dashboard with Prometheus's own parser, by handing them to
-// promtool as recording rules (the alerts file is checked by promtool directly). `make test-unit` sets PROMTOOL to
-// the pinned promtool it builds.
+// promtool as recording rules (the alerts file is checked by promtool directly).
 func TestMonitoringQueriesParse(t *testing.T) {
-	promtool := os.Getenv("PROMTOOL")
-	if promtool == "" {
-		t.Fatal("PROMTOOL is not set: run `make test-unit`, which builds the pinned promtool and points PROMTOOL at it")
-	}
+	promtool := pinnedPromtool(t)
 	d := readDashboard(t)
 	type rule struct {
 		Record string `json:"record"`
@@ -409,6 +407,58 @@ func TestMonitoringQueriesParse(t *testing.T) {
 	if output, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil {
 		t.Errorf("promtool check rules on the dashboard's queries: %v\n%s", err, output)
 	}
+}
+
+// pinnedPromtool is the promtool to parse with: PROMTOOL when set (`make test-unit` sets it), otherwise the one
+// `make` builds under its cache at the version hack/tools/prometheus pins, so that a plain `go test ./...` finds it.
+// Missing, it fails rather than skips: a skipped test would let a broken dashboard query through CI unnoticed.
+func pinnedPromtool(t *testing.T) string {
+	t.Helper()
+	if path := os.Getenv("PROMTOOL"); path != "" {
+		return path
+	}
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod := filepath.Join(root, "hack", "tools", "prometheus", "go.mod")
+	version, err := requiredVersion(goMod, "github.com/prometheus/prometheus")
+	if err != nil {
+		t.Fatalf("reading the pinned promtool's version: %v", err)
+	}
+	// The Makefile's CACHE ?= takes the environment's CACHE first, relative to the repository root.
+	cache := os.Getenv("CACHE")
+	switch {
+	case cache == "":
+		cache = filepath.Join(root, ".cache")
+	case !filepath.IsAbs(cache):
+		cache = filepath.Join(root, cache)
+	}
+	path := filepath.Join(cache, "prometheus-"+version, "promtool")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("promtool %s is not built (%v) and PROMTOOL is not set: `make test-unit` builds it and runs this test with it; "+
+			"`make promtool` only builds it", version, err)
+	}
+	return path
+}
+
+// requiredVersion is the version at which goMod requires module, read as the Makefile's modversion reads it (the
+// first `require module version` line, or `module version` line in a require block), so that both find the same
+// promtool.
+func requiredVersion(goMod, module string) (string, error) {
+	raw, err := os.ReadFile(goMod)
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(raw)) {
+		switch f := strings.Fields(line); {
+		case len(f) >= 3 && f[0] == "require" && f[1] == module:
+			return f[2], nil
+		case len(f) >= 2 && f[0] == module:
+			return f[1], nil
+		}
+	}
+	return "", fmt.Errorf("%s does not require %s", goMod, module)
 }
 
 // metricNames returns the metric names a PromQL expression selects, sorted and once each. It is a small lexer, not

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
@@ -54,37 +55,27 @@ type Ledger struct {
 	folded       Folded
 }
 
-// NewLedger parses a quota. It fails for a spec that validation would refuse, so a quota that slipped past
-// validation makes admission fail closed with a message instead of enforcing something other than what it says.
+// NewLedger parses a quota. It fails for a spec it could not enforce as written (validation.EnforceableHard,
+// usage.NewSelector), so a quota that slipped past validation makes admission fail closed with a message instead
+// of enforcing something other than what it says.
 func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
 	sel, err := usage.NewSelector(q.Spec.ScopeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
+	}
+	userName, err := validation.EnforceableHard(&q.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
 	}
 	l := &Ledger{
 		Name:     q.Name,
 		Selector: sel,
-		hard:     make(resources.List, len(q.Spec.Hard)),
-		userName: make(map[corev1.ResourceName]corev1.ResourceName, len(q.Spec.Hard)),
+		hard:     make(resources.List, len(userName)),
+		userName: userName,
 		reserved: resources.List{},
 	}
-	for name, qty := range q.Spec.Hard {
-		canonical, class, err := resources.Canonical(name)
-		if err != nil {
-			return nil, fmt.Errorf("quota %s is invalid: spec.hard[%s]: %w", q.Name, name, err)
-		}
-		// Two keys for one resource (cpu and requests.cpu) would be enforced at whichever limit map iteration
-		// happened to visit last.
-		if other, dup := l.userName[canonical]; dup {
-			first, second := min(other, name), max(other, name)
-			return nil, fmt.Errorf("quota %s is invalid: spec.hard: %q and %q are the same resource (%s)", q.Name, first, second, canonical)
-		}
-		// A scoped quota never counts objects (Charge), so such a limit would be accepted and never enforced.
-		if class == resources.ObjectCount && sel.Scoped() {
-			return nil, fmt.Errorf("quota %s is invalid: spec.hard[%s]: a PriorityClass scope cannot count objects", q.Name, name)
-		}
-		l.hard[canonical] = resources.Value(canonical, qty)
-		l.userName[canonical] = name
+	for canonical, name := range userName {
+		l.hard[canonical] = resources.Value(canonical, q.Spec.Hard[name])
 	}
 	l.used = l.parse(q.Status.Used)
 	for _, r := range q.Status.Reservations {

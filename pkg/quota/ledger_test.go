@@ -134,11 +134,11 @@ func TestNewLedger(t *testing.T) {
 		},
 		"an invalid scope selector is an error naming the quota": {
 			quota:   utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "4")).Scope(corev1.ScopeSelectorOpIn).Obj(),
-			wantErr: []string{"quota team is invalid", "needs values"},
+			wantErr: []string{"quota team is invalid", "values: Required value: must name at least one priority class"},
 		},
 		"an unsupported operator is an error": {
 			quota:   utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "4")).Scope("Gt", "1").Obj(),
-			wantErr: []string{"quota team is invalid", "unsupported operator"},
+			wantErr: []string{"quota team is invalid", `operator: Unsupported value: "Gt"`},
 		},
 		"two keys for one resource are an error, not a coin toss between their limits": {
 			quota:   utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10", "requests.cpu", "100")).Obj(),

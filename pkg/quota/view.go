@@ -48,10 +48,14 @@ func (l *Ledger) StillNeeded(rb *workv1alpha2.ResourceBinding) (resources.List, 
 	if err != nil {
 		return nil, err
 	}
+	return l.stillNeeded(rb, current.Charge(l.Selector))
+}
+
+// stillNeeded is StillNeeded given rb's current charge on this quota.
+func (l *Ledger) stillNeeded(rb *workv1alpha2.ResourceBinding, current usage.Charge) (resources.List, error) {
 	wanted, err := usage.Wanted(rb)
 	if err != nil {
 		return nil, err
 	}
-	currentCharge := current.Charge(l.Selector)
-	return l.Limited(usage.Delta(wanted.Charge(l.Selector), &currentCharge)).Positive(), nil
+	return l.Limited(usage.Delta(wanted.Charge(l.Selector), &current)).Positive(), nil
 }

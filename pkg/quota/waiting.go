@@ -15,10 +15,24 @@ import (
 // This is the one rule for "waits on this quota": the controller requeues such bindings when the quota gains
 // headroom and counts them in karmada_quota_bindings_waiting.
 func (l *Ledger) WaitsOn(rb *workv1alpha2.ResourceBinding) (resources.List, bool) {
+	return l.waitsOn(rb, nil)
+}
+
+// waitsOn is WaitsOn given rb's current charge on this quota when the caller has it already (Recount), nil
+// otherwise: most bindings wait on nothing, and are told so without their usage being read.
+func (l *Ledger) waitsOn(rb *workv1alpha2.ResourceBinding, current *usage.Charge) (resources.List, bool) {
 	if !usage.WaitingForQuota(rb) || rb.DeletionTimestamp != nil {
 		return nil, false
 	}
-	need, err := l.StillNeeded(rb)
+	if current == nil {
+		u, err := usage.Of(rb)
+		if err != nil {
+			return nil, false
+		}
+		charge := u.Charge(l.Selector)
+		current = &charge
+	}
+	need, err := l.stillNeeded(rb, *current)
 	if err != nil || len(need) == 0 {
 		return nil, false
 	}

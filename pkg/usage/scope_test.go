@@ -42,38 +42,38 @@ func TestNewSelector(t *testing.T) {
 				priorityClass(corev1.ScopeSelectorOpExists),
 				{ScopeName: corev1.ResourceQuotaScopeBestEffort, Operator: corev1.ScopeSelectorOpExists},
 			}},
-			wantErr: `matchExpressions[1]: unsupported scope "BestEffort"`,
+			wantErr: `matchExpressions[1].scopeName: Unsupported value: "BestEffort"`,
 		},
 		"an unknown operator": {
 			scopeSelector: &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{
 				priorityClass("Gt", "1"),
 			}},
-			wantErr: `matchExpressions[0]: unsupported operator "Gt"`,
+			wantErr: `matchExpressions[0].operator: Unsupported value: "Gt"`,
 		},
 		"In without values": {
 			scopeSelector: &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{
 				priorityClass(corev1.ScopeSelectorOpIn),
 			}},
-			wantErr: "matchExpressions[0]: operator In needs values",
+			wantErr: "matchExpressions[0].values: Required value: must name at least one priority class when operator is In",
 		},
 		"NotIn without values": {
 			scopeSelector: &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{
 				priorityClass(corev1.ScopeSelectorOpNotIn),
 			}},
-			wantErr: "matchExpressions[0]: operator NotIn needs values",
+			wantErr: "matchExpressions[0].values: Required value: must name at least one priority class when operator is NotIn",
 		},
 		"Exists with values": {
 			scopeSelector: &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{
 				priorityClass(corev1.ScopeSelectorOpExists, "high"),
 			}},
-			wantErr: "matchExpressions[0]: operator Exists takes no values",
+			wantErr: "matchExpressions[0].values: Forbidden: must be empty when operator is Exists",
 		},
 		"DoesNotExist with values": {
 			scopeSelector: &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{
 				priorityClass(corev1.ScopeSelectorOpIn, "high"),
 				priorityClass(corev1.ScopeSelectorOpDoesNotExist, ""),
 			}},
-			wantErr: "matchExpressions[1]: operator DoesNotExist takes no values",
+			wantErr: "matchExpressions[1].values: Forbidden: must be empty when operator is DoesNotExist",
 		},
 	}
 	for name, tc := range cases {

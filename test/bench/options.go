@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/harness"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // DefaultOptions are the sizes `make bench` runs: about 20 minutes on a 2-core machine for three rounds of
@@ -52,7 +52,7 @@ func defaultKarmadaBin() string {
 	if dir := os.Getenv("KARMADA_BIN"); dir != "" {
 		return dir
 	}
-	root := framework.RepoRoot()
+	root := testenv.RepoRoot()
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/karmada-io/karmada")
 	cmd.Dir = root
 	out, err := cmd.Output()

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/karmada-quota/karmada-quota/operator/pkg/install"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // Every object the chart renders, host, hooks and karmada-apiserver alike, passes what an API server checks on
@@ -98,7 +98,7 @@ func TestWebhookConfigurationIsValid(t *testing.T) {
 }
 
 func checkWebhookConfigurationIsValid(t reporter, r *rendering) {
-	vwc := admission.WebhookConfiguration(r.Config.Webhook.URL, []byte("-----BEGIN CERTIFICATE-----\n"), r.Config.Webhook.TimeoutSeconds)
+	vwc := webhookconfig.Configuration(r.Config.Webhook.URL, []byte("-----BEGIN CERTIFICATE-----\n"), r.Config.Webhook.TimeoutSeconds)
 	vwc.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"))
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(vwc)
 	if err != nil {

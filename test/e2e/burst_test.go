@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
 )
 
 // burst applies n Deployments of one 1-CPU replica at once, each with its policy, and returns their names.

@@ -32,10 +32,10 @@ import (
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
 )
 
 // The fault suite (issue 13): each fault is injected while users create, scale and delete Deployments in a

@@ -31,13 +31,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada/kubelet"
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada/kubelet"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 )
 
-// The host cluster runs its pods as local processes (test/localkarmada/kubelet). This spec proves the parts the
-// chart's install depends on, with a small webhook of its own (test/localkarmada/cmd/label-webhook): pods started
+// The host cluster runs its pods as local processes (hack/localkarmada/kubelet). This spec proves the parts the
+// chart's install depends on, with a small webhook of its own (test/e2e/cmd/label-webhook): pods started
 // from an image with their args, env and mounted Secrets; readiness; Secret updates reaching the mounted files;
 // restarts and deletions as a kubelet does them; and the karmada-apiserver calling a webhook by its Service's
 // in-cluster URL, through the kubelet's service proxy.
@@ -143,13 +143,13 @@ var _ = Describe("The host cluster", func() {
 	})
 })
 
-// buildLabelWebhookImage builds test/localkarmada/cmd/label-webhook and writes it as an image in the host
+// buildLabelWebhookImage builds test/e2e/cmd/label-webhook and writes it as an image in the host
 // kubelet's image folder, the way `make images` shapes the project's images; it returns the image reference.
 func buildLabelWebhookImage(name string) string {
 	GinkgoHelper()
 	binary := filepath.Join(GinkgoT().TempDir(), "label-webhook")
-	build := exec.Command("go", "build", "-o", binary, "./test/localkarmada/cmd/label-webhook")
-	build.Dir = framework.RepoRoot()
+	build := exec.Command("go", "build", "-o", binary, "./test/e2e/cmd/label-webhook")
+	build.Dir = testenv.RepoRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "building label-webhook: %s", out)

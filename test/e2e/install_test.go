@@ -33,11 +33,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/pkg/kubectlplugin"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // The environment installs karmada-quota with its Helm chart into the host cluster, and the host's kubelet runs
@@ -65,7 +65,7 @@ var _ = Describe("karmada-quota installed with its Helm chart", Ordered, Serial,
 
 		By("the webhook configuration reaches the webhook's Service by its in-cluster name, trusting the installation's CA")
 		conf := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(karmada.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, conf)).To(Succeed())
+		Expect(karmada.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, conf)).To(Succeed())
 		serving := &corev1.Secret{}
 		Expect(host.Get(ctx, client.ObjectKey{Namespace: localkarmada.KarmadaNamespace, Name: "karmada-quota-webhook-cert"}, serving)).To(Succeed())
 		for _, w := range conf.Webhooks {
@@ -74,7 +74,7 @@ var _ = Describe("karmada-quota installed with its Helm chart", Ordered, Serial,
 			// Fail closed, except the resource template gate: it only brings forward a refusal the binding and Work
 			// gates enforce.
 			policy := admissionregistrationv1.Fail
-			if w.Name == admission.TemplateWebhook {
+			if w.Name == webhookconfig.TemplateWebhook {
 				policy = admissionregistrationv1.Ignore
 			}
 			Expect(*w.FailurePolicy).To(Equal(policy), w.Name)
@@ -255,7 +255,7 @@ var _ = Describe("karmada-quota installed with its Helm chart", Ordered, Serial,
 				}
 				now := time.Now().UnixNano()
 				conf := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-				if err := karmada.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, conf); apierrors.IsNotFound(err) {
+				if err := karmada.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, conf); apierrors.IsNotFound(err) {
 					unregistered.CompareAndSwap(0, now)
 				}
 				d := &appsv1.Deployment{}
@@ -302,7 +302,7 @@ func retagImages(registry, tag, newTag string) {
 	for _, component := range []string{"quota-webhook", "quota-controller", "karmada-quota-operator"} {
 		src, err := name.NewTag(fmt.Sprintf("%s/%s:%s", registry, component, tag))
 		Expect(err).NotTo(HaveOccurred())
-		img, err := tarball.ImageFromPath(filepath.Join(framework.RepoRoot(), "bin", "images", component+".tar"), &src)
+		img, err := tarball.ImageFromPath(filepath.Join(testenv.RepoRoot(), "bin", "images", component+".tar"), &src)
 		Expect(err).NotTo(HaveOccurred())
 		dst, err := name.NewTag(fmt.Sprintf("%s/%s:%s", registry, component, newTag))
 		Expect(err).NotTo(HaveOccurred())

@@ -20,10 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 const (
@@ -191,10 +191,10 @@ var _ = Describe("The operator", Ordered, Serial, func() {
 			g.Expect(karmada.Get(ctx, client.ObjectKey{Name: "karmada-quota-webhook"}, &rbacv1.ClusterRole{})).To(Succeed())
 		})
 		repaired("karmada webhook configuration deleted", func() {
-			Expect(karmada.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName}})).To(Succeed())
+			Expect(karmada.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookconfig.ConfigurationName}})).To(Succeed())
 		}, func(g Gomega) {
 			conf := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			g.Expect(karmada.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, conf)).To(Succeed())
+			g.Expect(karmada.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, conf)).To(Succeed())
 			g.Expect(conf.Webhooks).NotTo(BeEmpty())
 			g.Expect(conf.Webhooks[0].ClientConfig.CABundle).NotTo(BeEmpty())
 		})
@@ -266,7 +266,7 @@ var _ = Describe("The operator", Ordered, Serial, func() {
 				d := &appsv1.Deployment{}
 				err := host.Get(ctx, client.ObjectKey{Namespace: installation.Namespace, Name: localkarmada.QuotaWebhookDeployment}, d)
 				going := apierrors.IsNotFound(err) || (err == nil && d.DeletionTimestamp != nil)
-				err = karmada.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+				err = karmada.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
 				if apierrors.IsNotFound(err) {
 					unregistered.Store(true)
 				} else if err == nil && going {

@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
 )
 
 // admissionSampler reads the quota and the bindings until stopped, recording the worst moment seen: what the

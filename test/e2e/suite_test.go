@@ -1,6 +1,6 @@
 // Package e2e proves karmada-quota on a real Karmada: karmada-apiserver, aggregated apiserver,
 // karmada-controller-manager, karmada-scheduler and karmada-webhook, with two member clusters whose pods "run"
-// on KWOK nodes, and karmada-quota installed as in production (test/localkarmada). Workloads are what users
+// on KWOK nodes, and karmada-quota installed as in production (hack/localkarmada). Workloads are what users
 // apply: Deployments, Services and PropagationPolicies on the karmada-apiserver; Karmada's detector makes the
 // bindings and its scheduler places them, through the quota webhook.
 //
@@ -19,7 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/test/localkarmada"
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 )
 
 var (

@@ -18,7 +18,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/karmada-quota/karmada-quota/test/loopback"
+	"github.com/karmada-quota/karmada-quota/internal/testenv/loopback"
 )
 
 // TestWebhookServerRefusesWeakTLS dials the webhook's listener, built as the binary builds it, with what the policy

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/karmada-quota/karmada-quota/operator/pkg/install"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // crdName is karmada-quota's CRD in the karmada-apiserver.
@@ -110,7 +110,7 @@ func (cs *connections) connect(ctx context.Context, key types.NamespacedName, ku
 		Scheme: install.Scheme,
 		ByObject: map[client.Object]cache.ByObject{
 			&apiextensionsv1.CustomResourceDefinition{}:               {Field: fields.OneTermEqualSelector("metadata.name", crdName)},
-			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", admission.ConfigurationName)},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", webhookconfig.ConfigurationName)},
 		},
 		// Everything else the installation owns carries its instance label.
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{instanceLabel: key.Name, partOfLabel: partOf}),

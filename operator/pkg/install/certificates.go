@@ -4,8 +4,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // CertificatesFor returns what issues the self-managed certificates before the webhook starts: the very code
@@ -24,7 +24,7 @@ func CertificatesFor(config Config, host, karmada client.Client) (CertificateRec
 	opts.CAValidity = config.Certificates.CAValidity.Duration
 	opts.Validity = config.Certificates.Validity.Duration
 	opts.CheckInterval = min(opts.CheckInterval, opts.Validity/10)
-	opts.WebhookConfiguration = admission.ConfigurationName
+	opts.WebhookConfiguration = webhookconfig.ConfigurationName
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -24,8 +24,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // Scheme knows what the installation reads and writes in the karmada-apiserver: karmada-quota's types and, unlike
@@ -192,7 +192,7 @@ func (i *Installer) RegisterIfReady(ctx context.Context) (bool, error) {
 }
 
 func (i *Installer) register(ctx context.Context, caBundle []byte) error {
-	conf := admission.WebhookConfiguration(i.Config.Webhook.URL, caBundle, i.Config.Webhook.TimeoutSeconds)
+	conf := webhookconfig.Configuration(i.Config.Webhook.URL, caBundle, i.Config.Webhook.TimeoutSeconds)
 	conf.TypeMeta = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"}
 	if err := i.applyTyped(ctx, i.Karmada, conf); err != nil {
 		return err
@@ -265,7 +265,7 @@ func (i *Installer) waitCABundle(ctx context.Context) ([]byte, error) {
 // Unregister removes the webhook configuration from the karmada-apiserver and waits until it is gone, so that
 // no binding write is sent to a webhook about to go away.
 func (i *Installer) Unregister(ctx context.Context) error {
-	conf := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName}}
+	conf := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookconfig.ConfigurationName}}
 	if err := client.IgnoreNotFound(i.Karmada.Delete(ctx, conf)); err != nil {
 		return fmt.Errorf("deleting the webhook configuration: %w", err)
 	}

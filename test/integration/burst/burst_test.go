@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
@@ -33,11 +34,11 @@ var _ = Describe("A burst while the controller is away", func() {
 		fit := placements / 2
 		writes := unthrottled()
 		ns := newNamespace()
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", framework.List("cpu", fmt.Sprint(fit))))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", framework.List("cpu", fmt.Sprint(fit))))).To(Succeed())
 
 		bindings := make([]*workv1alpha2.ResourceBinding, placements)
 		parallel(placements, writers, func(i int) {
-			rb, err := framework.CreateBinding(ctx, writes, utiltesting.MakeBinding(ns, fmt.Sprintf("rb-%05d", i)).
+			rb, err := testenv.CreateBinding(ctx, writes, utiltesting.MakeBinding(ns, fmt.Sprintf("rb-%05d", i)).
 				Requests(framework.List("cpu", "500m", "memory", "64Mi")))
 			Expect(err).NotTo(HaveOccurred())
 			bindings[i] = rb

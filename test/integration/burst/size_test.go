@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
@@ -91,7 +92,7 @@ func reservation(name string, reserved corev1.ResourceList) quotav1alpha1.Reserv
 // installProbe installs the KarmadaQuota CRD of the chart under the probe's name, without maxItems on
 // status.reservations.
 func installProbe() {
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotas.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotas.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	var crd apiextensionsv1.CustomResourceDefinition
 	Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())

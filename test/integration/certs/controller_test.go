@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	controllerapp "github.com/karmada-quota/karmada-quota/cmd/quota-controller/app"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 var _ = Describe("quota-controller", func() {
@@ -38,13 +38,13 @@ var _ = Describe("quota-controller", func() {
 		o := certs.NewOptions()
 		o.Mode = certs.ModeSelfManaged
 		o.Namespace = hostNamespace()
-		o.WebhookConfiguration = admission.ConfigurationName
+		o.WebhookConfiguration = webhookconfig.ConfigurationName
 		createWebhookConfiguration(inertWebhookConfiguration(o.WebhookConfiguration))
 
 		const identity = "karmada-quota-controller"
 		karmadaUser := addUser(karmadaEnv, identity)
 		ensureNamespace(karmada, "karmada-system")
-		grantGeneratedRoles(karmada, filepath.Join(framework.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "rbac", "controller", "role.yaml"), identity)
+		grantGeneratedRoles(karmada, filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "rbac", "controller", "role.yaml"), identity)
 		hostUser := addUser(hostEnv, identity)
 		grantRole(host, o.Namespace, identity, chartHostRules(o))
 

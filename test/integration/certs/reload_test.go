@@ -23,12 +23,13 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
+	"github.com/karmada-quota/karmada-quota/internal/testenv/loopback"
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
-	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // reloadBound is the longest a webhook may take to serve the certificate the kubelet just put in its cert dir:
@@ -96,7 +97,7 @@ var _ = Describe("The webhook", func() {
 		// As the installer registers it: the caBundle from the serving Secret. Deleted before the webhook stops.
 		_, port, err := net.SplitHostPort(proxy.addr)
 		Expect(err).NotTo(HaveOccurred())
-		vwc := admission.WebhookConfiguration("https://localhost:"+port, getSecret(o, o.ServingSecret).Data[certs.KeyCABundle], admission.DefaultTimeoutSeconds)
+		vwc := webhookconfig.Configuration("https://localhost:"+port, getSecret(o, o.ServingSecret).Data[certs.KeyCABundle], webhookconfig.DefaultTimeoutSeconds)
 		vwc.Name = o.WebhookConfiguration
 		createWebhookConfiguration(vwc)
 
@@ -108,7 +109,7 @@ var _ = Describe("The webhook", func() {
 		// The apiserver loads the configuration from its watch: wait until binding writes reach the webhook.
 		before := admitted()
 		Eventually(func() error {
-			_, err := framework.CreateBinding(ctx, karmada, utiltesting.MakeBinding(ns.Name, fmt.Sprintf("probe-%d", time.Now().UnixNano())))
+			_, err := testenv.CreateBinding(ctx, karmada, utiltesting.MakeBinding(ns.Name, fmt.Sprintf("probe-%d", time.Now().UnixNano())))
 			return err
 		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
 		Eventually(admitted, 10*time.Second, 50*time.Millisecond).Should(BeNumerically(">", before))
@@ -269,7 +270,7 @@ func startBindingWriter(ns string) *bindingWriter {
 }
 
 func (w *bindingWriter) write(i int) {
-	rb, err := framework.CreateBinding(ctx, karmada, utiltesting.MakeBinding(w.ns, fmt.Sprintf("web-%d", i)).Requests(framework.List("cpu", "100m")))
+	rb, err := testenv.CreateBinding(ctx, karmada, utiltesting.MakeBinding(w.ns, fmt.Sprintf("web-%d", i)).Requests(framework.List("cpu", "100m")))
 	if err == nil {
 		w.writes.Add(1)
 		err = framework.Place(ctx, karmada, rb, nil, framework.Cluster("member1", 1))

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -97,7 +97,7 @@ func selfManagedOptions() certs.Options {
 // inertWebhookConfiguration is the production configuration under another name, matching no object: the tests
 // that only watch its caBundle must not send binding writes to a webhook that is not running.
 func inertWebhookConfiguration(name string) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	c := admission.WebhookConfiguration("https://127.0.0.1:1", nil, admission.DefaultTimeoutSeconds)
+	c := webhookconfig.Configuration("https://127.0.0.1:1", nil, webhookconfig.DefaultTimeoutSeconds)
 	c.Name = name
 	for i := range c.Webhooks {
 		c.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"never": "matches"}}

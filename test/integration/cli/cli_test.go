@@ -13,8 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv/loopback"
 	"github.com/karmada-quota/karmada-quota/pkg/kubectlplugin"
-	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden with what the plugin prints now")

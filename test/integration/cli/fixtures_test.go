@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/kubectlplugin/report"
@@ -177,7 +178,7 @@ func unschedulable(b *utiltesting.BindingWrapper) *utiltesting.BindingWrapper {
 
 // createBinding creates a binding and then writes its status, as Karmada's scheduler does after placing it.
 func createBinding(b *utiltesting.BindingWrapper) {
-	rb, err := framework.CreateBinding(ctx, k8s, b)
+	rb, err := testenv.CreateBinding(ctx, k8s, b)
 	Expect(err).NotTo(HaveOccurred())
 	if len(b.Status.Conditions) == 0 {
 		return

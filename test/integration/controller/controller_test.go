@@ -22,13 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -53,7 +54,7 @@ func getQuota(ns, name string) *quotav1alpha1.KarmadaQuota {
 
 func mustCreate(b *utiltesting.BindingWrapper) *workv1alpha2.ResourceBinding {
 	GinkgoHelper()
-	rb, err := framework.CreateBinding(ctx, k8s, b)
+	rb, err := testenv.CreateBinding(ctx, k8s, b)
 	Expect(err).NotTo(HaveOccurred())
 	return rb
 }
@@ -130,7 +131,7 @@ var _ = Describe("Usage", func() {
 		mustCreate(utiltesting.MakeBinding(ns, "svc").Resource("v1", "Service"))
 
 		// The quota comes after the workloads: it must count them at once.
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", hard))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", hard))).To(Succeed())
 
 		wantUsed, wantClusters := trueUsage(ns, hard)
 		Expect(framework.Canonical(wantUsed)).To(Equal(framework.Canonical(list(
@@ -176,7 +177,7 @@ var _ = Describe("Usage", func() {
 	It("frees a deleted binding's usage in seconds, without waiting for the resync", func() {
 		startController(controller.Options{}, 0)
 		ns := newNamespace()
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
 		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")))
 		Expect(place(rb, cluster("member1", 4))).To(Succeed())
 		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("4"))
@@ -192,7 +193,7 @@ var _ = Describe("Usage", func() {
 	It("repairs a hand-edited status at the periodic resync and counts the repair", func() {
 		startController(controller.Options{ResyncPeriod: time.Second}, 0)
 		ns := newNamespace()
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
 		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")))
 		Expect(place(rb, cluster("member1", 2))).To(Succeed())
 		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("2"))
@@ -213,7 +214,7 @@ var _ = Describe("Reservations", func() {
 	It("are settled in the same write that counts the binding", func() {
 		startController(controller.Options{}, 0)
 		ns := newNamespace()
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "10", "count/deployments.apps", "5")))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10", "count/deployments.apps", "5")))).To(Succeed())
 		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "500m")))
 		Expect(place(rb, cluster("member1", 2), cluster("member2", 2))).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -227,10 +228,10 @@ var _ = Describe("Reservations", func() {
 	It("of a write that failed after admission are held until they expire, then dropped", func() {
 		startController(controller.Options{}, 0)
 		ns := newNamespace()
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("count/deployments.apps", "5")))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("count/deployments.apps", "5")))).To(Succeed())
 		// A second validating webhook that fails every binding write in this namespace: the apiserver calls it
 		// alongside ours, so our reservation is written and the write is refused anyway.
-		failing := admission.WebhookConfiguration(webhooks.URL+"/nothing-here", webhooks.CA, admission.DefaultTimeoutSeconds)
+		failing := webhookconfig.Configuration(webhooks.URL+"/nothing-here", webhooks.CA, webhookconfig.DefaultTimeoutSeconds)
 		failing.Name = "fails-after-quota-" + ns
 		failing.Webhooks = failing.Webhooks[:1]
 		failing.Webhooks[0].Name = "fails.example.io"
@@ -240,7 +241,7 @@ var _ = Describe("Reservations", func() {
 		attempt := 0
 		Eventually(func() error {
 			attempt++
-			_, err := framework.CreateBinding(ctx, k8s, utiltesting.MakeBinding(ns, fmt.Sprintf("never-%d", attempt)))
+			_, err := testenv.CreateBinding(ctx, k8s, utiltesting.MakeBinding(ns, fmt.Sprintf("never-%d", attempt)))
 			return err
 		}).WithTimeout(10*time.Second).Should(HaveOccurred(), "the failing webhook takes effect")
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("never-%d", attempt)}, &workv1alpha2.ResourceBinding{}))).To(BeTrue())
@@ -269,7 +270,7 @@ var _ = Describe("Reservations", func() {
 		startController(controller.Options{Workers: 4, ResyncPeriod: 100 * time.Millisecond}, 20*time.Millisecond)
 		ns := newNamespace()
 		const hardCPU = 40
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", fmt.Sprint(hardCPU))))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", fmt.Sprint(hardCPU))))).To(Succeed())
 		// The burst starts once the controller is recounting this quota.
 		Eventually(func() *metav1.Condition {
 			return meta.FindStatusCondition(getQuota(ns, "team").Status.Conditions, quotav1alpha1.ConditionReady)
@@ -310,7 +311,7 @@ var _ = Describe("Reservations", func() {
 				defer writers.Done()
 				defer GinkgoRecover()
 				for i := 0; i < 4; i++ {
-					rb, err := framework.CreateBinding(ctx, k8s, utiltesting.MakeBinding(ns, fmt.Sprintf("w%d-%d", w, i)).Requests(list("cpu", "500m")))
+					rb, err := testenv.CreateBinding(ctx, k8s, utiltesting.MakeBinding(ns, fmt.Sprintf("w%d-%d", w, i)).Requests(list("cpu", "500m")))
 					Expect(err).NotTo(HaveOccurred())
 					// Only ever up: the invariant compares a binding list read before the quota.
 					for replicas := int32(1); replicas <= 3; replicas++ {
@@ -348,7 +349,7 @@ var _ = Describe("Waiting bindings", func() {
 	It("are requeued when usage drops, higher priority first, only as many as now fit", func() {
 		startController(controller.Options{RequeueCooldown: time.Minute}, 0)
 		ns := newNamespace()
-		Expect(k8s.Create(ctx, framework.Quota(ns, "team", list("cpu", "2")))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "2")))).To(Succeed())
 		big := mustCreate(utiltesting.MakeBinding(ns, "big").Requests(list("cpu", "1")))
 		Expect(place(big, cluster("member1", 2))).To(Succeed())
 

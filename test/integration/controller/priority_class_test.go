@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
@@ -21,7 +22,7 @@ import (
 // into the binding: the recount reads it from the template.
 var _ = Describe("PriorityClass scopes on bindings that carry no class", func() {
 	scopedQuota := func(ns, name string, op corev1.ScopeSelectorOperator, values ...string) *quotav1alpha1.KarmadaQuota {
-		q := framework.Quota(ns, name, list("cpu", "100"))
+		q := testenv.Quota(ns, name, list("cpu", "100"))
 		q.Spec.ScopeSelector = &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{
 			{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: values},
 		}}
@@ -51,7 +52,7 @@ var _ = Describe("PriorityClass scopes on bindings that carry no class", func() 
 			scopedQuota(ns, "not-high", corev1.ScopeSelectorOpNotIn, "high"),
 			scopedQuota(ns, "any-class", corev1.ScopeSelectorOpExists),
 			scopedQuota(ns, "no-class", corev1.ScopeSelectorOpDoesNotExist),
-			framework.Quota(ns, "team", list("cpu", "100")),
+			testenv.Quota(ns, "team", list("cpu", "100")),
 		} {
 			Expect(k8s.Create(ctx, q)).To(Succeed())
 		}
@@ -67,7 +68,7 @@ var _ = Describe("PriorityClass scopes on bindings that carry no class", func() 
 			cond := meta.FindStatusCondition(getQuota(ns, name).Status.Conditions, quotav1alpha1.ConditionPriorityClassesKnown)
 			Expect(cond).NotTo(BeNil(), name)
 			Expect(cond.Status).To(Equal(metav1.ConditionFalse), name)
-			Expect(cond.Reason).To(Equal(controller.ReasonPriorityClassUnknown), name)
+			Expect(cond.Reason).To(Equal(quotav1alpha1.ReasonPriorityClassUnknown), name)
 			Expect(cond.Message).To(And(ContainSubstring("1 binding(s)"), ContainSubstring("flink (the priority class of FlinkDeployment")), name)
 			Expect(scrape()).To(ContainSubstring(`karmada_quota_bindings_unclassified{namespace="` + ns + `",quota="` + name + `"} 1`))
 		}

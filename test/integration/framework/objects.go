@@ -6,36 +6,18 @@ import (
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
 // List builds a resource list from name, quantity pairs.
 var List = utiltesting.List
 
-// Quota builds a KarmadaQuota without scope.
-func Quota(ns, name string, hard corev1.ResourceList) *quotav1alpha1.KarmadaQuota {
-	return &quotav1alpha1.KarmadaQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: hard},
-	}
-}
-
 // Cluster is one entry of a placement.
 func Cluster(name string, replicas int32) workv1alpha2.TargetCluster {
 	return workv1alpha2.TargetCluster{Name: name, Replicas: replicas}
-}
-
-// CreateBinding creates a binding as Karmada's detector does, unscheduled unless the builder placed it; UID,
-// generation and resourceVersion are the apiserver's to set.
-func CreateBinding(ctx context.Context, c client.Client, b *utiltesting.BindingWrapper) (*workv1alpha2.ResourceBinding, error) {
-	rb := b.Obj()
-	rb.UID, rb.Generation, rb.ResourceVersion = "", 0, ""
-	return rb, c.Create(ctx, rb)
 }
 
 // Place writes a placement as Karmada's scheduler does: a JSON merge patch of spec.clusters.

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
-	"github.com/karmada-quota/karmada-quota/test/loopback"
+	"github.com/karmada-quota/karmada-quota/internal/testenv/loopback"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // Webhooks are quota-webhook replicas running the real app against the test apiserver, reached through one
@@ -91,7 +91,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 
 	// Registered only once every replica listens: with failurePolicy Fail, a configuration pointing at nothing
 	// would refuse every binding write in the apiserver.
-	conf := admission.WebhookConfiguration(w.URL, w.CA, admission.DefaultTimeoutSeconds)
+	conf := webhookconfig.Configuration(w.URL, w.CA, webhookconfig.DefaultTimeoutSeconds)
 	if configure != nil {
 		configure(conf)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/operator/cmd/karmada-quota-operator/app"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // jobPod lays out, in a temporary folder, what the kubelet would mount into a hook Job's pod (the install
@@ -133,7 +133,7 @@ var _ = Describe("karmada-quota-operator install", func() {
 		_, err = hostSecret(ns, in.Config.Certificates.ServingSecret)
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: crdName}, &crd)).To(Succeed(), "the CRD stays")
-		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})).
+		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})).
 			To(Satisfy(apierrors.IsNotFound))
 	})
 

@@ -29,7 +29,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/operator/pkg/install"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 const (
@@ -123,7 +123,7 @@ func cleanKarmadaPlaneAfterwards() {
 	DeferCleanup(func() {
 		c := karmadaPlane.client
 		owned := client.MatchingLabels{partOf: "karmada-quota"}
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName}}
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookconfig.ConfigurationName}}
 		Expect(removeFinalizersAndDelete(c, vwc)).To(Succeed())
 		for _, list := range []client.ObjectList{
 			&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{},

@@ -31,9 +31,9 @@ import (
 
 	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/controller"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // operatorVersion is the operator's own version: what an installation that names none gets.
@@ -211,7 +211,7 @@ func deployment(namespace, name string) (*appsv1.Deployment, error) {
 }
 
 func vwcExists() bool {
-	err := karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+	err := karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
 	if err != nil {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "reading the webhook configuration: %v", err)
 	}
@@ -276,7 +276,7 @@ var _ = Describe("Operator", func() {
 
 		By("the webhook registered by URL with the serving Secret's CA")
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &vwc)).To(Succeed())
+		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &vwc)).To(Succeed())
 		serving, err := hostSecret(ns, release+"-webhook-cert")
 		Expect(err).NotTo(HaveOccurred())
 		for _, hook := range vwc.Webhooks {
@@ -439,7 +439,7 @@ var _ = Describe("Operator", func() {
 		})
 
 		measure("karmada: webhook configuration deleted", "karmada", "ValidatingWebhookConfiguration", func() {
-			Expect(karmadaPlane.client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName}})).To(Succeed())
+			Expect(karmadaPlane.client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookconfig.ConfigurationName}})).To(Succeed())
 		}, vwcExists)
 
 		measure("karmada: CRD edited", "karmada", "CustomResourceDefinition", func() {
@@ -465,7 +465,7 @@ var _ = Describe("Operator", func() {
 		serving, err := hostSecret(ns, release+"-webhook-cert")
 		Expect(err).NotTo(HaveOccurred())
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &vwc)).To(Succeed())
+		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &vwc)).To(Succeed())
 		Expect(vwc.Webhooks[0].ClientConfig.CABundle).To(Equal(serving.Data["ca.crt"]), "the registered CA verifies the new serving certificate")
 
 		for what, took := range repairs {
@@ -496,7 +496,7 @@ var _ = Describe("Operator", func() {
 		// installation is suspended and its webhook configuration deleted; unsuspended, the operator restores it.
 		updateInstallation(ns, func(spec *operatorv1alpha1.KarmadaQuotaInstallationSpec) { spec.Suspend = true })
 		eventuallyInstallation(ns).Should(And(current, condition(operatorv1alpha1.ConditionProgressing, metav1.ConditionFalse, controller.ReasonSuspended)))
-		Expect(karmadaPlane.client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName}})).To(Succeed())
+		Expect(karmadaPlane.client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookconfig.ConfigurationName}})).To(Succeed())
 		quota := createQuota("delete-team")
 		updateInstallation(ns, func(spec *operatorv1alpha1.KarmadaQuotaInstallationSpec) { spec.Suspend = false })
 		waitReady(ns)
@@ -506,12 +506,12 @@ var _ = Describe("Operator", func() {
 
 		// A finalizer holds the webhook configuration in deletion: the components must outlive it.
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &vwc)).To(Succeed())
+		Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &vwc)).To(Succeed())
 		vwc.Finalizers = []string{"test.karmada-quota.io/hold"}
 		Expect(karmadaPlane.client.Update(ctx, &vwc)).To(Succeed())
 
 		watch, err := karmadaPlane.typed.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx,
-			metav1.ListOptions{FieldSelector: "metadata.name=" + admission.ConfigurationName, ResourceVersion: vwc.ResourceVersion})
+			metav1.ListOptions{FieldSelector: "metadata.name=" + webhookconfig.ConfigurationName, ResourceVersion: vwc.ResourceVersion})
 		Expect(err).NotTo(HaveOccurred())
 		defer watch.Stop()
 		vwcGone := make(chan time.Time, 1)

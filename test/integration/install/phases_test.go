@@ -20,10 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/install"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -131,7 +132,7 @@ var _ = Describe("Install phases", func() {
 			Expect(canI(controllerID, authorizationv1.ResourceAttributes{Verb: "delete", Group: "quota.karmada.io", Resource: "karmadaquotas", Namespace: "team-a"})).To(BeFalse())
 			Expect(canI(controllerID, authorizationv1.ResourceAttributes{Verb: "create", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"})).To(BeFalse())
 			// quota-controller keeps the caBundle of karmada-quota's webhook configuration, and of no other.
-			Expect(canI(controllerID, authorizationv1.ResourceAttributes{Verb: "patch", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: admission.ConfigurationName})).To(BeTrue())
+			Expect(canI(controllerID, authorizationv1.ResourceAttributes{Verb: "patch", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: webhookconfig.ConfigurationName})).To(BeTrue())
 			Expect(canI(controllerID, authorizationv1.ResourceAttributes{Verb: "patch", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "karmada-webhook"})).To(BeFalse())
 
 			webhookID := identityClient(in, "karmada-quota-webhook")
@@ -218,7 +219,7 @@ var _ = Describe("Install phases", func() {
 			go func() { done <- installer.Register(ctx) }()
 			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			Consistently(func() bool {
-				return apierrors.IsNotFound(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc))
+				return apierrors.IsNotFound(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, vwc))
 			}).WithTimeout(2*time.Second).Should(BeTrue(), "nothing is registered while no webhook replica serves")
 			Expect(done).NotTo(Receive())
 
@@ -227,7 +228,7 @@ var _ = Describe("Install phases", func() {
 
 			serving, err := hostSecret(ns, in.Config.Certificates.ServingSecret)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc)).To(Succeed())
+			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, vwc)).To(Succeed())
 			Expect(vwc).To(haveLabels(in.Config.Labels))
 			Expect(vwc.Webhooks).To(HaveLen(4))
 			url := "https://" + release + "-webhook." + ns + ".svc:443"
@@ -237,16 +238,16 @@ var _ = Describe("Install phases", func() {
 				Expect(w.ClientConfig.CABundle).To(Equal(serving.Data["ca.crt"]))
 				// Fail closed, except the resource template gate, which only brings a refusal forward.
 				policy := admissionregistrationv1.Fail
-				if w.Name == admission.TemplateWebhook {
+				if w.Name == webhookconfig.TemplateWebhook {
 					policy = admissionregistrationv1.Ignore
 				}
 				Expect(*w.FailurePolicy).To(Equal(policy), w.Name)
 			}
-			Expect(*w(vwc, admission.BindingWebhook).TimeoutSeconds).To(Equal(int32(7)))
-			Expect(*w(vwc, admission.BindingWebhook).ClientConfig.URL).To(Equal(url + admission.ResourceBindingPath))
-			Expect(*w(vwc, admission.QuotaWebhook).ClientConfig.URL).To(Equal(url + admission.KarmadaQuotaPath))
-			Expect(*w(vwc, admission.WorkWebhook).ClientConfig.URL).To(Equal(url + admission.WorkPath))
-			Expect(*w(vwc, admission.TemplateWebhook).ClientConfig.URL).To(Equal(url + admission.ResourceTemplatePath))
+			Expect(*w(vwc, webhookconfig.BindingWebhook).TimeoutSeconds).To(Equal(int32(7)))
+			Expect(*w(vwc, webhookconfig.BindingWebhook).ClientConfig.URL).To(Equal(url + webhookconfig.ResourceBindingPath))
+			Expect(*w(vwc, webhookconfig.QuotaWebhook).ClientConfig.URL).To(Equal(url + webhookconfig.KarmadaQuotaPath))
+			Expect(*w(vwc, webhookconfig.WorkWebhook).ClientConfig.URL).To(Equal(url + webhookconfig.WorkPath))
+			Expect(*w(vwc, webhookconfig.TemplateWebhook).ClientConfig.URL).To(Equal(url + webhookconfig.ResourceTemplatePath))
 
 			By("quota-controller, as its own identity, keeps the caBundle in sync")
 			for i := range vwc.Webhooks {
@@ -295,7 +296,7 @@ var _ = Describe("Install phases", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(registered).To(BeTrue())
 			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc)).To(Succeed())
+			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, vwc)).To(Succeed())
 			for _, w := range vwc.Webhooks {
 				Expect(w.ClientConfig.CABundle).To(Equal(ca))
 			}
@@ -311,7 +312,7 @@ var _ = Describe("Install phases", func() {
 
 			// A finalizer holds the configuration in deletion, as a slow karmada-apiserver replica would.
 			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc)).To(Succeed())
+			Expect(karmadaPlane.client.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, vwc)).To(Succeed())
 			vwc.Finalizers = []string{"test.karmada-quota.io/hold"}
 			Expect(karmadaPlane.client.Update(ctx, vwc)).To(Succeed())
 
@@ -438,7 +439,7 @@ func w(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, name string)
 func createQuota(namespace string) *quotav1alpha1.KarmadaQuota {
 	GinkgoHelper()
 	Expect(client.IgnoreAlreadyExists(karmadaPlane.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
-	quota := framework.Quota(namespace, "team", framework.List("cpu", "10"))
+	quota := testenv.Quota(namespace, "team", framework.List("cpu", "10"))
 	Eventually(func() error { return karmadaPlane.client.Create(ctx, quota) }).Should(Succeed())
 	return quota
 }

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 var (
@@ -68,10 +68,10 @@ var _ = BeforeSuite(func() {
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	ctx, cancel = context.WithCancel(context.Background())
 
-	karmadaCRDs, err := framework.KarmadaCRDDirs()
+	karmadaCRDs, err := testenv.KarmadaCRDDirs()
 	Expect(err).NotTo(HaveOccurred())
 	karmadaPlane = startPlane(karmadaCRDs)
-	hostPlane = startPlane([]string{filepath.Join(framework.RepoRoot(), "operator", "charts", "karmada-quota-operator", "files", "crds")})
+	hostPlane = startPlane([]string{filepath.Join(testenv.RepoRoot(), "operator", "charts", "karmada-quota-operator", "files", "crds")})
 
 	tokens = startTokenController(ctx, karmadaPlane.typed, karmadaPlane.config.CAData)
 	deployments = startDeploymentController(ctx, hostPlane)
@@ -92,7 +92,7 @@ var _ = AfterSuite(func() {
 // karmada-quota's APIs, and the operator's.
 func testScheme() *runtime.Scheme {
 	GinkgoHelper()
-	s, err := framework.Scheme()
+	s, err := testenv.Scheme()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(operatorv1alpha1.AddToScheme(s)).To(Succeed())
 	return s
@@ -101,7 +101,7 @@ func testScheme() *runtime.Scheme {
 // startPlane starts a control plane with the CRDs of the given folders only.
 func startPlane(crdDirs []string) *plane {
 	GinkgoHelper()
-	env, err := framework.NewEnvironment()
+	env, err := testenv.NewEnvironment()
 	Expect(err).NotTo(HaveOccurred())
 	s := testScheme()
 	env.Scheme = s

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
@@ -42,7 +43,7 @@ var _ = Describe("Writing a quota's status", func() {
 	})
 
 	It("is karmada-quota's alone, whatever RBAC grants anyone else", func() {
-		q := framework.Quota(teamNamespace, "policy-"+time.Now().Format("150405.000000"), framework.List("cpu", "10"))
+		q := testenv.Quota(teamNamespace, "policy-"+time.Now().Format("150405.000000"), framework.List("cpu", "10"))
 		Expect(k8s.Create(ctx, q)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, q))).To(Succeed()) })
 

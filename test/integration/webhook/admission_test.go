@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
-var quota = framework.Quota
+var quota = testenv.Quota
 
 func scoped(q *quotav1alpha1.KarmadaQuota, op corev1.ScopeSelectorOperator, values ...string) *quotav1alpha1.KarmadaQuota {
 	q.Spec.ScopeSelector = &quotav1alpha1.ScopeSelector{MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{

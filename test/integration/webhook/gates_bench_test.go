@@ -20,7 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -50,14 +51,14 @@ func BenchmarkGates(b *testing.B) {
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gates"}}
 	execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName("member1")}}
-	must(b, c.Create(ctx, ns), c.Create(ctx, execution), c.Create(ctx, framework.Quota(ns.Name, "team", framework.List("cpu", "1000"))))
+	must(b, c.Create(ctx, ns), c.Create(ctx, execution), c.Create(ctx, testenv.Quota(ns.Name, "team", framework.List("cpu", "1000"))))
 	d, err := framework.CreateDeployment(ctx, c, ns.Name, "web", "", "2")
 	must(b, err)
 	d.Labels = map[string]string{policyv1alpha1.PropagationPolicyPermanentIDLabel: "policy-id"}
 	must(b, c.Update(ctx, d))
 	bw := framework.BindingOf(d).Replicas(4)
 	bw.Name = names.GenerateBindingName("Deployment", d.Name)
-	rb, err := framework.CreateBinding(ctx, c, bw)
+	rb, err := testenv.CreateBinding(ctx, c, bw)
 	must(b, err)
 	must(b, framework.Place(ctx, c, rb, nil, framework.Cluster("member1", 4)))
 
@@ -81,17 +82,17 @@ func BenchmarkGates(b *testing.B) {
 	must(b, c.Create(ctx, w))
 
 	writes := map[string]func(i int) error{
-		admission.WorkWebhook: func(i int) error {
+		webhookconfig.WorkWebhook: func(i int) error {
 			w.Spec.Workload.Manifests[0].Raw = manifest(i)
 			return c.Update(ctx, w)
 		},
-		admission.TemplateWebhook: func(i int) error {
+		webhookconfig.TemplateWebhook: func(i int) error {
 			// 2.1 and 2.2 CPU in turn: both grow past the binding's 2 CPU, so each write is decided in full.
 			d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(fmt.Sprintf("%dm", 2100+100*(i%2)))
 			return c.Update(ctx, d)
 		},
 	}
-	for _, gate := range []string{admission.WorkWebhook, admission.TemplateWebhook} {
+	for _, gate := range []string{webhookconfig.WorkWebhook, webhookconfig.TemplateWebhook} {
 		for _, registered := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/registered=%t", gate, registered), func(b *testing.B) {
 				register(ctx, b, c, webhooks, gate, registered)
@@ -110,10 +111,10 @@ func BenchmarkGates(b *testing.B) {
 func register(ctx context.Context, b *testing.B, c client.Client, webhooks *framework.Webhooks, name string, registered bool) {
 	b.Helper()
 	var conf admissionregistrationv1.ValidatingWebhookConfiguration
-	must(b, c.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, &conf))
+	must(b, c.Get(ctx, client.ObjectKey{Name: webhookconfig.ConfigurationName}, &conf))
 	conf.Webhooks = slices.DeleteFunc(conf.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.Name == name })
 	if registered {
-		for _, w := range admission.WebhookConfiguration(webhooks.URL, webhooks.CA, admission.DefaultTimeoutSeconds).Webhooks {
+		for _, w := range webhookconfig.Configuration(webhooks.URL, webhooks.CA, webhookconfig.DefaultTimeoutSeconds).Webhooks {
 			if w.Name == name {
 				conf.Webhooks = append(conf.Webhooks, w)
 			}

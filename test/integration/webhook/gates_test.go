@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -40,7 +41,7 @@ var _ = Describe("The Work and resource template gates", func() {
 			execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName(member)}}
 			Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, execution))).To(Succeed())
 		}
-		createQuota(framework.Quota(ns, "team", list("cpu", "10")))
+		createQuota(testenv.Quota(ns, "team", list("cpu", "10")))
 		var err error
 		d, err = framework.CreateDeployment(ctx, k8s, ns, "web", "", "2")
 		Expect(err).NotTo(HaveOccurred())
@@ -137,7 +138,7 @@ var _ = Describe("The Work and resource template gates", func() {
 		// Stored while the namespace had no quota: 3 replicas where 2 are placed.
 		Expect(k8s.Delete(ctx, getQuota(ns, "team"))).To(Succeed())
 		Eventually(func() error { return k8s.Create(ctx, work("member1", 3, "2", true)) }).Should(Succeed())
-		createQuota(framework.Quota(ns, "team", list("cpu", "10")))
+		createQuota(testenv.Quota(ns, "team", list("cpu", "10")))
 		w := &workv1alpha1.Work{}
 		key := types.NamespacedName{Namespace: names.GenerateExecutionSpaceName("member1"), Name: names.GenerateWorkName("Deployment", d.Name, ns)}
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
@@ -43,7 +44,7 @@ func getQuota(ns, name string) *quotav1alpha1.KarmadaQuota {
 // createBinding creates a binding as Karmada's detector does: unscheduled, with the workload's per-replica
 // requirements. The builder's UID and generation are the apiserver's to set.
 func createBinding(b *utiltesting.BindingWrapper) (*workv1alpha2.ResourceBinding, error) {
-	return framework.CreateBinding(ctx, k8s, b)
+	return testenv.CreateBinding(ctx, k8s, b)
 }
 
 func mustCreateBinding(b *utiltesting.BindingWrapper) *workv1alpha2.ResourceBinding {

@@ -9,8 +9,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
@@ -91,7 +92,7 @@ var _ = Describe("PriorityClass scopes on bindings that carry no class", func() 
 		var statusErr *apierrors.StatusError
 		Expect(errors.As(err, &statusErr)).To(BeTrue(), "%v", err)
 		Expect(statusErr.ErrStatus.Code).To(Equal(int32(403)))
-		Expect(statusErr.ErrStatus.Reason).To(Equal(admission.ReasonPriorityClassUnknown), "not QuotaExceeded: no quota is full")
+		Expect(statusErr.ErrStatus.Reason).To(Equal(metav1.StatusReason(quotav1alpha1.ReasonPriorityClassUnknown)), "not QuotaExceeded: no quota is full")
 		Expect(statusErr.ErrStatus.Message).To(And(
 			ContainSubstring("places replicas of FlinkDeployment flink whose priority class is unknown"),
 			ContainSubstring("quota(s) high of the namespace are scoped by PriorityClass"),

@@ -192,6 +192,12 @@ const ConditionReady = "Ready"
 // them nowhere rather than under a guessed class, and the webhook refuses their growth.
 const ConditionPriorityClassesKnown = "PriorityClassesKnown"
 
+// ReasonPriorityClassUnknown is the one word for a binding whose priority class cannot be read, wherever a user
+// meets it: the reason of ConditionPriorityClassesKnown when False, and the status reason of the webhook's 403
+// refusing such a binding's growth. It is not QuotaExceeded: no quota is full, and Karmada's scheduler must not
+// report one.
+const ReasonPriorityClassUnknown = "PriorityClassUnknown"
+
 // ConditionMembersWithinQuota reports whether the member clusters run no more than the quota charges there. False
 // names each cluster whose pods have requested more than its status.clusters[].used for longer than the controller's
 // grace (a rolling update runs its surge pods for a while): pods created in a member outside Karmada, or a workload

@@ -237,7 +237,7 @@ func TestValidateKarmadaQuota(t *testing.T) {
 				field.Invalid(hardPath.Key("count/deployments.apps"), nil, ""),
 				field.Invalid(hardPath.Key("services"), nil, ""),
 			},
-			wantDetail: "a PriorityClass scope selects replicas by their priority class and cannot count objects",
+			wantDetail: "a PriorityClass scope cannot count objects: it selects replicas by their priority class",
 		},
 	}
 	for _, tc := range tests {
@@ -273,5 +273,132 @@ func TestValidateKarmadaQuotaSpecRootsPathsAtFldPath(t *testing.T) {
 	errs := ValidateKarmadaQuotaSpec(&quotav1alpha1.KarmadaQuotaSpec{Hard: hard("foo", "1")}, field.NewPath("template", "spec"))
 	if len(errs) != 1 || errs[0].Field != "template.spec.hard[foo]" {
 		t.Errorf("want one error at template.spec.hard[foo], got %v", errs)
+	}
+}
+
+// TestEnforceable pins which rules the ledger and the scope selector apply too, and what they say: each refusal is
+// a status condition and a binding's 403 for a quota that slipped past the webhook. Whatever they refuse, the
+// webhook refuses as well.
+func TestEnforceable(t *testing.T) {
+	tests := []struct {
+		name string
+		spec quotav1alpha1.KarmadaQuotaSpec
+		// wantKeys is EnforceableHard's map when it succeeds.
+		wantKeys        map[corev1.ResourceName]corev1.ResourceName
+		wantHardErr     string
+		wantSelectorErr string
+		// wantWebhookOnly is set for a spec only the webhook refuses: the ledger and the selector can read it.
+		wantWebhookOnly bool
+	}{
+		{
+			name: "every class of resource, keyed by canonical name, in the author's spelling",
+			spec: quotav1alpha1.KarmadaQuotaSpec{Hard: hard(
+				"cpu", "10", "requests.memory", "20Gi", "pods", "10", "services", "3", "count/deployments.apps", "5")},
+			wantKeys: map[corev1.ResourceName]corev1.ResourceName{
+				"requests.cpu": "cpu", "requests.memory": "requests.memory", "pods": "pods",
+				"count/services": "services", "count/deployments.apps": "count/deployments.apps",
+			},
+		},
+		{
+			name:     "a selector without expressions leaves object counts countable",
+			spec:     quotav1alpha1.KarmadaQuotaSpec{Hard: hard("services", "3"), ScopeSelector: &quotav1alpha1.ScopeSelector{}},
+			wantKeys: map[corev1.ResourceName]corev1.ResourceName{"count/services": "services"},
+		},
+		{
+			name: "a limit that cannot be charged",
+			spec: quotav1alpha1.KarmadaQuotaSpec{Hard: hard("limits.cpu", "4")},
+			wantHardErr: "spec.hard[limits.cpu]: limits cannot be enforced: a ResourceBinding carries resource requests only; " +
+				"use requests.cpu or the bare name",
+		},
+		{
+			name:        "two keys for one resource, named together in key order",
+			spec:        quotav1alpha1.KarmadaQuotaSpec{Hard: hard("requests.cpu", "8", "cpu", "4")},
+			wantHardErr: `spec.hard: "cpu" and "requests.cpu" are the same resource (requests.cpu)`,
+		},
+		{
+			name: "an object count under a scope",
+			spec: quotav1alpha1.KarmadaQuotaSpec{
+				Hard:          hard("cpu", "4", "count/deployments.apps", "8"),
+				ScopeSelector: scope(expr(pc, corev1.ScopeSelectorOpIn, "high")),
+			},
+			wantHardErr: "spec.hard[count/deployments.apps]: a PriorityClass scope cannot count objects: " +
+				"it selects replicas by their priority class; limit object counts in a quota without scopeSelector",
+		},
+		{
+			name: "the first broken rule in key order",
+			spec: quotav1alpha1.KarmadaQuotaSpec{Hard: hard("requests.cpu", "2", "limits.cpu", "1", "cpu", "1")},
+			wantHardErr: "spec.hard[limits.cpu]: limits cannot be enforced: a ResourceBinding carries resource requests only; " +
+				"use requests.cpu or the bare name",
+		},
+		{
+			name: "a scope a binding does not carry",
+			spec: quotav1alpha1.KarmadaQuotaSpec{ScopeSelector: scope(
+				expr(pc, corev1.ScopeSelectorOpExists), expr(corev1.ResourceQuotaScopeBestEffort, corev1.ScopeSelectorOpExists))},
+			wantSelectorErr: `spec.scopeSelector.matchExpressions[1].scopeName: Unsupported value: "BestEffort": ` +
+				`supported values: "PriorityClass"; a ResourceBinding carries its workload's priority class and no other scope`,
+		},
+		{
+			name: "an unknown operator",
+			spec: quotav1alpha1.KarmadaQuotaSpec{ScopeSelector: scope(expr(pc, "Gt", "1"))},
+			wantSelectorErr: `spec.scopeSelector.matchExpressions[0].operator: Unsupported value: "Gt": ` +
+				`supported values: "In", "NotIn", "Exists", "DoesNotExist"`,
+		},
+		{
+			name: "In without values",
+			spec: quotav1alpha1.KarmadaQuotaSpec{ScopeSelector: scope(expr(pc, corev1.ScopeSelectorOpIn))},
+			wantSelectorErr: "spec.scopeSelector.matchExpressions[0].values: Required value: " +
+				"must name at least one priority class when operator is In",
+		},
+		{
+			name: "DoesNotExist with values",
+			spec: quotav1alpha1.KarmadaQuotaSpec{ScopeSelector: scope(expr(pc, corev1.ScopeSelectorOpDoesNotExist, "high"))},
+			wantSelectorErr: "spec.scopeSelector.matchExpressions[0].values: Forbidden: " +
+				"must be empty when operator is DoesNotExist: it tests only whether a priority class is set",
+		},
+		{
+			name:            "a negative limit: nothing fits it",
+			spec:            quotav1alpha1.KarmadaQuotaSpec{Hard: hard("cpu", "-1")},
+			wantKeys:        map[corev1.ResourceName]corev1.ResourceName{"requests.cpu": "cpu"},
+			wantWebhookOnly: true,
+		},
+		{
+			name:            "a fraction of a whole-unit resource: it rounds up",
+			spec:            quotav1alpha1.KarmadaQuotaSpec{Hard: hard("pods", "1.5")},
+			wantKeys:        map[corev1.ResourceName]corev1.ResourceName{"pods": "pods"},
+			wantWebhookOnly: true,
+		},
+		{
+			name:            "a value that is no PriorityClass name: it selects nothing",
+			spec:            quotav1alpha1.KarmadaQuotaSpec{ScopeSelector: scope(expr(pc, corev1.ScopeSelectorOpIn, "High_Priority"))},
+			wantWebhookOnly: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gotKeys, hardErr := EnforceableHard(&tc.spec)
+			if tc.wantHardErr != "" {
+				if hardErr == nil || hardErr.Error() != tc.wantHardErr {
+					t.Errorf("EnforceableHard() error = %v, want %q", hardErr, tc.wantHardErr)
+				}
+			} else if hardErr != nil {
+				t.Errorf("EnforceableHard() unexpected error: %v", hardErr)
+			} else if diff := cmp.Diff(tc.wantKeys, gotKeys, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("EnforceableHard() keys (-want +got):\n%s", diff)
+			}
+
+			selectorErr := EnforceableScopeSelector(tc.spec.ScopeSelector)
+			if tc.wantSelectorErr != "" {
+				if selectorErr == nil || selectorErr.Error() != tc.wantSelectorErr {
+					t.Errorf("EnforceableScopeSelector() error = %v, want %q", selectorErr, tc.wantSelectorErr)
+				}
+			} else if selectorErr != nil {
+				t.Errorf("EnforceableScopeSelector() unexpected error: %v", selectorErr)
+			}
+
+			wantWebhookRefuses := hardErr != nil || selectorErr != nil || tc.wantWebhookOnly
+			if webhookErrs := ValidateKarmadaQuotaSpec(&tc.spec, field.NewPath("spec")); (len(webhookErrs) > 0) != wantWebhookRefuses {
+				t.Errorf("webhook errors = %v, want refused: %v", webhookErrs, wantWebhookRefuses)
+			}
+		})
 	}
 }

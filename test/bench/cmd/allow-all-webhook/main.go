@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	quotaadmission "github.com/karmada-quota/karmada-quota/pkg/admission"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 func main() {
@@ -77,10 +77,10 @@ func run() error {
 		return err
 	}
 	server := mgr.GetWebhookServer()
-	server.Register(quotaadmission.ResourceBindingPath, admission.WithValidator[*workv1alpha2.ResourceBinding](mgr.GetScheme(), allowAll[*workv1alpha2.ResourceBinding]{}))
-	server.Register(quotaadmission.KarmadaQuotaPath, admission.WithValidator[*quotav1alpha1.KarmadaQuota](mgr.GetScheme(), allowAll[*quotav1alpha1.KarmadaQuota]{}))
-	server.Register(quotaadmission.WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(), allowAll[*workv1alpha1.Work]{}))
-	server.Register(quotaadmission.ResourceTemplatePath, &admission.Webhook{Handler: admission.HandlerFunc(
+	server.Register(webhookconfig.ResourceBindingPath, admission.WithValidator[*workv1alpha2.ResourceBinding](mgr.GetScheme(), allowAll[*workv1alpha2.ResourceBinding]{}))
+	server.Register(webhookconfig.KarmadaQuotaPath, admission.WithValidator[*quotav1alpha1.KarmadaQuota](mgr.GetScheme(), allowAll[*quotav1alpha1.KarmadaQuota]{}))
+	server.Register(webhookconfig.WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(), allowAll[*workv1alpha1.Work]{}))
+	server.Register(webhookconfig.ResourceTemplatePath, &admission.Webhook{Handler: admission.HandlerFunc(
 		func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })})
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -1,6 +1,6 @@
 // Package controlplane starts the one control plane a benchmark run measures: etcd and kube-apiserver from
 // KUBEBUILDER_ASSETS with Karmada's CRDs (from the pinned Karmada module) and karmada-quota's, as the integration
-// tests run it (test/integration/framework). It gives the child processes a kubeconfig, and registers etcd's and
+// tests run it (internal/testenv). It gives the child processes a kubeconfig, and registers etcd's and
 // kube-apiserver's PIDs with the process watchdog so that a killed harness does not leave them running.
 package controlplane
 
@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // SystemNamespace is where the controllers keep their leader-election leases, as in a Karmada installation.
@@ -46,7 +46,7 @@ type ControlPlane struct {
 
 // Start starts the control plane, writing its kubeconfig into dir.
 func Start(ctx context.Context, reg *proc.Registry, dir string) (*ControlPlane, error) {
-	env, err := framework.NewEnvironment()
+	env, err := testenv.NewEnvironment()
 	if err != nil {
 		return nil, err
 	}

@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // statusWriters is how many writers write at once, each its own object, as the webhook and the controller write
@@ -68,8 +68,8 @@ func BenchmarkStatusWrite(b *testing.B) {
 	bindings := make([]*workv1alpha2.ResourceBinding, statusWriters)
 	for i := range bindings {
 		// As Karmada's detector creates it for a Deployment, unplaced.
-		rb, err := framework.CreateBinding(ctx, cp.Client, utiltesting.MakeBinding(namespace(ctx, b, cp, "placement", i), "web-deployment").
-			Replicas(2).Requests(framework.List("cpu", "500m", "memory", "64Mi")))
+		rb, err := testenv.CreateBinding(ctx, cp.Client, utiltesting.MakeBinding(namespace(ctx, b, cp, "placement", i), "web-deployment").
+			Replicas(2).Requests(utiltesting.List("cpu", "500m", "memory", "64Mi")))
 		must(b, err)
 		bindings[i] = rb
 	}
@@ -95,7 +95,7 @@ func BenchmarkStatusWrite(b *testing.B) {
 	} {
 		quotas := make([]*unstructured.Unstructured, statusWriters)
 		for i := range quotas {
-			q := framework.Quota(namespace(ctx, b, cp, "status", i), fmt.Sprintf("team-%d", k), framework.List("cpu", "100", "memory", "100Gi"))
+			q := testenv.Quota(namespace(ctx, b, cp, "status", i), fmt.Sprintf("team-%d", k), utiltesting.List("cpu", "100", "memory", "100Gi"))
 			u := toUnstructured(b, q, shape.group)
 			must(b, cp.Client.Create(ctx, u))
 			q.Status = spreadStatus(q.Spec.Hard, shape.full, now)
@@ -114,7 +114,7 @@ func BenchmarkStatusWrite(b *testing.B) {
 				if shape.full {
 					q.Status.Reservations = append(q.Status.Reservations[1:], reservation(n, now))
 				} else {
-					q.Status.Used = framework.List("cpu", fmt.Sprint(n%100), "memory", "1Gi")
+					q.Status.Used = utiltesting.List("cpu", fmt.Sprint(n%100), "memory", "1Gi")
 				}
 				m, err := apiruntime.DefaultUnstructuredConverter.ToUnstructured(q)
 				if err != nil {
@@ -171,7 +171,7 @@ func measure(b *testing.B, cp *ControlPlane, write func(i, n int) error) {
 // spreadStatus is a status as the spread workload leaves it between writes: reservations the controller has not
 // settled yet, usage on two members, Ready; or, without full, hard and used alone.
 func spreadStatus(hard corev1.ResourceList, full bool, now metav1.Time) quotav1alpha1.KarmadaQuotaStatus {
-	used := framework.List("cpu", "30", "memory", "30Gi")
+	used := utiltesting.List("cpu", "30", "memory", "30Gi")
 	if !full {
 		return quotav1alpha1.KarmadaQuotaStatus{Hard: hard, Used: used}
 	}
@@ -179,11 +179,11 @@ func spreadStatus(hard corev1.ResourceList, full bool, now metav1.Time) quotav1a
 		ObservedGeneration: 1,
 		Hard:               hard,
 		Used:               used,
-		Reserved:           framework.List("cpu", "3", "memory", "384Mi"),
+		Reserved:           utiltesting.List("cpu", "3", "memory", "384Mi"),
 		Reservations:       []quotav1alpha1.Reservation{reservation(-1, now), reservation(-2, now), reservation(-3, now)},
 		Clusters: []quotav1alpha1.ClusterUsage{
-			{Name: "member1", Used: framework.List("cpu", "15", "memory", "15Gi")},
-			{Name: "member2", Used: framework.List("cpu", "15", "memory", "15Gi")},
+			{Name: "member1", Used: utiltesting.List("cpu", "15", "memory", "15Gi")},
+			{Name: "member2", Used: utiltesting.List("cpu", "15", "memory", "15Gi")},
 		},
 		Summary: "cpu: 30/100, memory: 30Gi/100Gi",
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Current",
@@ -196,7 +196,7 @@ func reservation(n int, now metav1.Time) quotav1alpha1.Reservation {
 		ReservedBy: quotav1alpha1.ReservationOwner{APIVersion: workv1alpha2.SchemeGroupVersion.String(), Kind: "ResourceBinding",
 			Name: fmt.Sprintf("web-%d-deployment", n), UID: types.UID(fmt.Sprintf("6c3f3a52-0000-4000-8000-%012d", n&0xffffffff))},
 		Generation:     2,
-		Reserved:       framework.List("cpu", "1", "memory", "128Mi"),
+		Reserved:       utiltesting.List("cpu", "1", "memory", "128Mi"),
 		ExpirationTime: now,
 	}
 }
@@ -223,7 +223,7 @@ func namespace(ctx context.Context, b *testing.B, cp *ControlPlane, prefix strin
 // installSchemaless installs the KarmadaQuota CRD again in schemalessGroup, with its status left unvalidated and
 // untyped (x-kubernetes-preserve-unknown-fields), and waits until it is served.
 func installSchemaless(ctx context.Context, c client.Client) error {
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds",
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds",
 		"quota.karmada.io_karmadaquotas.yaml"))
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/audit"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
@@ -29,7 +30,6 @@ import (
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/stats"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/systems"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // Configuration names, as --configs takes them.
@@ -403,7 +403,7 @@ func processesAlive(sys systems.System) error {
 
 func buildQuotaBinaries(ctx context.Context, dir string) (string, string, string, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./cmd/quota-webhook", "./cmd/quota-controller", "./test/bench/cmd/allow-all-webhook")
-	cmd.Dir = framework.RepoRoot()
+	cmd.Dir = testenv.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", "", fmt.Errorf("building the quota binaries: %w: %s", err, out)
 	}

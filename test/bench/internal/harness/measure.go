@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/promtext"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/systems"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // Roles whose CPU the report splits: the control plane, the configuration's components, and the harness itself
@@ -201,7 +201,7 @@ func describeMachine(ctx context.Context, cp *controlplane.ControlPlane, karmada
 	}
 	run := func(name string, args ...string) string {
 		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = framework.RepoRoot()
+		cmd.Dir = testenv.RepoRoot()
 		out, err := cmd.Output()
 		if err != nil {
 			return ""

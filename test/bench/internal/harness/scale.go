@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/audit"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
@@ -26,7 +27,6 @@ import (
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/stats"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/systems"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // ScaleOptions size the scale run: karmada-quota over many quotas and bindings, grown step by step on one control
@@ -160,7 +160,7 @@ func growScale(ctx context.Context, c client.Client, from, to int, opts ScaleOpt
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		q := framework.Quota(ns, systems.QuotaName, scaleHard())
+		q := testenv.Quota(ns, systems.QuotaName, scaleHard())
 		if err := c.Create(ctx, q); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -174,7 +174,7 @@ func growScale(ctx context.Context, c client.Client, from, to int, opts ScaleOpt
 		b := utiltesting.MakeBinding(ns, fmt.Sprintf("rb-%03d", i%opts.PerNamespace)).
 			Requests(corev1.ResourceList{corev1.ResourceCPU: workload.ReplicaCPU, corev1.ResourceMemory: workload.ReplicaMemory}).
 			Cluster(workload.Clusters[0], 1).Cluster(workload.Clusters[1], 1)
-		if _, err := framework.CreateBinding(ctx, c, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := testenv.CreateBinding(ctx, c, b); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		return nil
@@ -226,7 +226,7 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hot}}); err != nil {
 		return err
 	}
-	if err := cp.Client.Create(ctx, framework.Quota(hot, systems.QuotaName, scaleHard())); err != nil {
+	if err := cp.Client.Create(ctx, testenv.Quota(hot, systems.QuotaName, scaleHard())); err != nil {
 		return err
 	}
 	quietBindings, err := createUnplaced(ctx, cp.Client, quiet, fmt.Sprintf("quiet-%d", index), opts.QuietWrites, opts.SetupWriters)
@@ -345,7 +345,7 @@ func waitRecount(ctx context.Context, p *systems.QuotaProcess, quotas int) (time
 func createUnplaced(ctx context.Context, c client.Client, ns, name string, n, workers int) ([]*workv1alpha2.ResourceBinding, error) {
 	out := make([]*workv1alpha2.ResourceBinding, n)
 	err := parallelDo(ctx, n, workers, func(ctx context.Context, i int) error {
-		rb, err := framework.CreateBinding(ctx, c, utiltesting.MakeBinding(ns, fmt.Sprintf("%s-%04d", name, i)).Replicas(2).
+		rb, err := testenv.CreateBinding(ctx, c, utiltesting.MakeBinding(ns, fmt.Sprintf("%s-%04d", name, i)).Replicas(2).
 			Requests(corev1.ResourceList{corev1.ResourceCPU: workload.ReplicaCPU, corev1.ResourceMemory: workload.ReplicaMemory}))
 		out[i] = rb
 		return err

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // AllowAll is the ceiling of any validating webhook on ResourceBindings: test/bench/cmd/allow-all-webhook, which
@@ -57,7 +57,7 @@ func (a *AllowAll) Start(ctx context.Context) error {
 		return err
 	}
 	// quota-webhook's own registration, pointed at this server.
-	conf := admission.WebhookConfiguration("https://"+serving, ca, admission.DefaultTimeoutSeconds)
+	conf := webhookconfig.Configuration("https://"+serving, ca, webhookconfig.DefaultTimeoutSeconds)
 	if err := a.CP.Client.Create(ctx, conf); err != nil {
 		return fmt.Errorf("registering the webhooks: %w", err)
 	}
@@ -85,6 +85,6 @@ func (a *AllowAll) Stop(ctx context.Context) error { return a.stop(ctx, a.CP.Cli
 func (*AllowAll) Describe() string {
 	return "test/bench/cmd/allow-all-webhook: a validating webhook that decodes each AdmissionReview into the typed " +
 		"objects and allows everything, served like quota-webhook (controller-runtime's webhook server, the same TLS " +
-		"defaults and serving certificate, one process) and registered with `admission.WebhookConfiguration` " +
+		"defaults and serving certificate, one process) and registered with `webhookconfig.Configuration` " +
 		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10): the most any validating webhook can reach here."
 }

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 )
 
 // frqConfigurationName names the registration of Karmada's ResourceBinding webhook.
@@ -135,7 +135,7 @@ func (f *FRQ) Start(ctx context.Context) error {
 // sees a ResourceBinding write except the mutating one on CREATE, which adds a permanent-id label, has nothing to
 // do with quota, and a Karmada installation runs whichever quota system is used.
 func frqWebhookConfiguration(addr string, ca []byte) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	_, karmada, err := framework.KarmadaWebhookConfigurations(addr, ca)
+	_, karmada, err := testenv.KarmadaWebhookConfigurations(addr, ca)
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,8 @@ import (
 
 	controllerapp "github.com/karmada-quota/karmada-quota/cmd/quota-controller/app"
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // KarmadaQuota is karmada-quota as it ships: quota-webhook and quota-controller with their default flags (one
@@ -80,7 +80,7 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 	if err := waitHealthy(ctx, controller, "http://"+controllerHealth+"/readyz"); err != nil {
 		return fmt.Errorf("quota-controller never became ready: %w", err)
 	}
-	conf := admission.WebhookConfiguration("https://"+serving, ca, admission.DefaultTimeoutSeconds)
+	conf := webhookconfig.Configuration("https://"+serving, ca, webhookconfig.DefaultTimeoutSeconds)
 	if err := k.CP.Client.Create(ctx, conf); err != nil {
 		return fmt.Errorf("registering the webhooks: %w", err)
 	}
@@ -141,7 +141,7 @@ func (k *KarmadaQuota) Describe() string {
 	}
 	webhook, controller := webhookapp.NewOptions(), controllerapp.NewOptions()
 	return fmt.Sprintf("cmd/quota-webhook and cmd/quota-controller built from this tree, one process each with default flags "+
-		"(client QPS %v/burst %d and %v/%d; the controller's --settle-interval %s), registered with `admission.WebhookConfiguration` "+
+		"(client QPS %v/burst %d and %v/%d; the controller's --settle-interval %s), registered with `webhookconfig.Configuration` "+
 		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10); one `KarmadaQuota` per namespace.%s",
 		webhook.KubeAPIQPS, webhook.KubeAPIBurst, controller.KubeAPIQPS, controller.KubeAPIBurst, controller.SettleInterval, extra)
 }

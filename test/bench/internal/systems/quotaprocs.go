@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
 )
 
@@ -92,7 +92,7 @@ func StartQuotaWebhook(ctx context.Context, env Env, name, bin string, args ...s
 
 // Register registers the webhook with the production configuration.
 func (p *QuotaProcess) Register(ctx context.Context) error {
-	conf := admission.WebhookConfiguration("https://"+p.serving, p.ca, admission.DefaultTimeoutSeconds)
+	conf := webhookconfig.Configuration("https://"+p.serving, p.ca, webhookconfig.DefaultTimeoutSeconds)
 	if err := p.env.CP.Client.Create(ctx, conf); err != nil {
 		return fmt.Errorf("registering the webhooks: %w", err)
 	}

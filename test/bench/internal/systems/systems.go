@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv/loopback"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
-	"github.com/karmada-quota/karmada-quota/test/loopback"
 )
 
 // Status is what a quota object says about itself, in karmada-quota's accounting units under canonical names

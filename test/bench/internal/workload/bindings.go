@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 // Per-replica requests of every bound workload, and the two member clusters placements go to.
@@ -138,7 +138,7 @@ func createBindings(ctx context.Context, c client.Client, namespaces []string, p
 		return retry(ctx, "creating binding "+ns+"/"+name, func() error {
 			// As Karmada's detector creates it for a Deployment: the resource reference, the desired replicas and
 			// the per-replica requirements, no placement yet.
-			rb, err := framework.CreateBinding(ctx, c, utiltesting.MakeBinding(ns, name).Replicas(replicas).
+			rb, err := testenv.CreateBinding(ctx, c, utiltesting.MakeBinding(ns, name).Replicas(replicas).
 				Requests(corev1.ResourceList{corev1.ResourceCPU: ReplicaCPU, corev1.ResourceMemory: ReplicaMemory}))
 			if apierrors.IsAlreadyExists(err) {
 				// A create that timed out on the client but committed.

@@ -1,0 +1,87 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// QuotaReader reads a namespace's quotas from the webhook's informer, the one place admission lists them. A
+// webhook request reads them once (Read) and every step of it looks at that one view; the Admitter's batch reads
+// through it on every attempt, since a lost race needs a newer read.
+type QuotaReader struct {
+	cache client.Reader
+	// synced reports whether the informer behind cache has synced; nil: cache is always current.
+	synced func() bool
+}
+
+// NewQuotaReader returns a QuotaReader over cache, an informer-backed reader; synced is the informer's HasSynced
+// (nil when cache is always current).
+func NewQuotaReader(cache client.Reader, synced func() bool) *QuotaReader {
+	return &QuotaReader{cache: cache, synced: synced}
+}
+
+// Read returns the namespace's quotas as the informer has them.
+func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, error) {
+	// An informer that never synced (a replica that may not list or watch quotas) would hold the call until the
+	// apiserver gives up on it; refuse at once, saying why.
+	if r.synced != nil && !r.synced() {
+		return nil, errors.New("listing quotas: the KarmadaQuota informer has not synced (this replica must be able to list and watch karmadaquotas)")
+	}
+	q := &Quotas{}
+	// Not deep-copied: admission is the hot path, and whoever changes a quota copies it first (Admitter.readNewest).
+	if err := r.cache.List(ctx, &q.list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing quotas: %w", err)
+	}
+	return q, nil
+}
+
+// Quotas is one read of a namespace's quotas. The objects are the informer's own, shared with it: read, never
+// changed.
+type Quotas struct {
+	list quotav1alpha1.KarmadaQuotaList
+}
+
+// Governed reports whether the namespace has any quota: a write in a namespace without one needs no decision.
+func (q *Quotas) Governed() bool {
+	return len(q.list.Items) > 0
+}
+
+// ScopedByPriorityClass names the quotas that count replicas by their priority class, by the rule their ledgers
+// count with (usage.Selector.Scoped). A selector that cannot be compiled names its quota too: it has expressions,
+// so it restricts by class, however wrongly written (the batch refuses any write it limits as invalid).
+func (q *Quotas) ScopedByPriorityClass() []string {
+	var scoped []string
+	for i := range q.list.Items {
+		if sel, err := usage.NewSelector(q.list.Items[i].Spec.ScopeSelector); err != nil || sel.Scoped() {
+			scoped = append(scoped, q.list.Items[i].Name)
+		}
+	}
+	return scoped
+}
+
+// Ledgers parses every quota, in the order read; the first that cannot be parsed is the error (quota.NewLedger's,
+// which names it).
+func (q *Quotas) Ledgers() ([]*quota.Ledger, error) {
+	ledgers := make([]*quota.Ledger, len(q.list.Items))
+	for i := range q.list.Items {
+		l, err := quota.NewLedger(&q.list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		ledgers[i] = l
+	}
+	return ledgers, nil
+}
+
+// quotasNotListed is the refusal of a write whose namespace's quotas could not be read.
+func quotasNotListed(namespace string, err error) error {
+	return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", namespace, err))
+}

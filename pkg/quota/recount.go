@@ -1,0 +1,175 @@
+package quota
+
+import (
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// This file is the controller's recount of one quota, as Decide is admission's decision: what the namespace's
+// bindings use, which reservations no longer need to hold quota, and which bindings wait on the quota. It reads
+// the bindings and changes only the ledger; the controller lists and classifies the bindings before it, and
+// writes the status and requeues the waiting bindings after it.
+
+// Observed is the binding a controller observes under a name.
+type Observed struct {
+	UID        types.UID
+	Generation int64
+}
+
+// Settles reports whether the reservation for the binding write key no longer needs to hold quota, given o, the
+// binding observed under its owner's name: either that write is observed, counted in used from now on, or another
+// binding holds the name, so the write never committed (Karmada's detector races itself creating a binding, and the
+// loser's create fails with AlreadyExists after admission) or its binding is gone. Waiting for the expiry would
+// hold the reservation, a whole object count on a tight quota, for minutes.
+func (o Observed) Settles(key Key) bool {
+	return o.UID != key.UID || o.Generation >= key.Generation
+}
+
+// Observation is what the controller observes of a quota's namespace, for Recount.
+type Observation struct {
+	// Bindings are the namespace's bindings, from a synced cache. They are only read: they may be the cache's own
+	// objects.
+	Bindings []workv1alpha2.ResourceBinding
+	// Unclassified names the bindings whose priority class a scoped quota could not read: observed, so their
+	// reservations settle, but neither counted nor waiting.
+	Unclassified map[string]bool
+	// Gone reports whether a binding UID was deleted, to settle its reservations at once; nil knows of none.
+	Gone func(types.UID) bool
+	// Now decides what has expired.
+	Now time.Time
+}
+
+// Tally is what a recount found, and did to the ledger.
+type Tally struct {
+	// Used is what the bindings use that the quota counts.
+	Used resources.List
+	// Clusters splits Used by member cluster; a cluster using nothing the quota limits is absent.
+	Clusters map[string]resources.List
+	// Settled are the reservations dropped; Expired of them expired without their write being observed.
+	Settled []Reservation
+	Expired int
+	// FoldedExpired is the folded sum dropped at its expiry; its Count is 0 when none was.
+	FoldedExpired Folded
+	// Malformed are the bindings no quota can count.
+	Malformed []Malformed
+	// Headroom is what each limited resource can still take, with Used and what stays reserved (Ledger.Headroom).
+	Headroom resources.List
+	// Waiting are the bindings that wait on the quota (Ledger.WaitsOn), with what each still needs.
+	Waiting Waiting
+	// UntilExpiry is when the first reservation left, or the folded sum, expires; 0 when none is left. A write that
+	// never happens produces no event, so the controller comes back by itself to release what it held.
+	UntilExpiry time.Duration
+}
+
+// Malformed is a binding no quota can count, and why (usage.Of).
+type Malformed struct {
+	Binding string
+	Err     error
+}
+
+// Waiting is what waits on one quota.
+type Waiting struct {
+	// Bindings are in the order of Observation.Bindings.
+	Bindings []WaitingBinding
+	// Since is the earliest lastTransitionTime of their Scheduled conditions: when the scheduler was first refused.
+	// Karmada keeps it while its retries are refused again (the condition stays False).
+	Since time.Time
+}
+
+// WaitingBinding is a binding waiting on a quota and what it still needs of it (Ledger.StillNeeded).
+type WaitingBinding struct {
+	// Binding points into Observation.Bindings, and is only read.
+	Binding *workv1alpha2.ResourceBinding
+	Need    resources.List
+}
+
+// Recount counts what the bindings use, total and per member cluster, and settles the ledger's reservations
+// against them: a reservation goes once its write is observed (Observed.Settles), once its binding is gone, or once
+// it expired. The bindings come from a synced cache, so an expired reservation whose write the cache does not show
+// is a write that never happened; the same holds for the folded sum once the last of its reservations expired. A
+// list longer than MaxReservations is folded back within it. Each binding's usage is read once, for the count and
+// for what it still needs if it waits.
+func Recount(l *Ledger, o Observation) Tally {
+	t := Tally{Used: resources.List{}, Clusters: map[string]resources.List{}}
+	observed := make(map[string]Observed, len(o.Bindings))
+	for i := range o.Bindings {
+		rb := &o.Bindings[i]
+		observed[rb.Name] = Observed{UID: rb.UID, Generation: rb.Generation}
+		if o.Unclassified[rb.Name] {
+			continue
+		}
+		u, err := usage.Of(rb)
+		if err != nil {
+			t.Malformed = append(t.Malformed, Malformed{Binding: rb.Name, Err: err})
+			continue
+		}
+		charge := u.Charge(l.Selector)
+		t.Used.Add(l.Limited(charge.Total))
+		for cluster, used := range charge.Clusters {
+			limited := l.Limited(used)
+			if len(limited) == 0 {
+				continue
+			}
+			if t.Clusters[cluster] == nil {
+				t.Clusters[cluster] = resources.List{}
+			}
+			t.Clusters[cluster].Add(limited)
+		}
+		if need, ok := l.waitsOn(rb, &charge); ok {
+			t.Waiting.add(rb, need)
+		}
+	}
+
+	t.Settled = l.Settle(func(res Reservation) bool {
+		if seen, ok := observed[res.Owner.Name]; ok && seen.Settles(res.Key()) {
+			return true
+		}
+		if o.Gone != nil && o.Gone(res.Owner.UID) {
+			return true
+		}
+		if o.Now.After(res.Expires) {
+			t.Expired++
+			return true
+		}
+		return false
+	})
+	t.FoldedExpired, _ = l.ExpireFolded(o.Now)
+	// The webhook keeps the list within its bound; a list longer than that is brought within it here.
+	l.Fold(MaxReservations)
+	t.Headroom = l.Headroom(t.Used)
+	t.UntilExpiry = l.untilFirstExpiry(o.Now)
+	return t
+}
+
+func (w *Waiting) add(rb *workv1alpha2.ResourceBinding, need resources.List) {
+	w.Bindings = append(w.Bindings, WaitingBinding{Binding: rb, Need: need})
+	// Set: waitsOn found the binding refused by a quota.
+	since := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled).LastTransitionTime.Time
+	if !since.IsZero() && (w.Since.IsZero() || since.Before(w.Since)) {
+		w.Since = since
+	}
+}
+
+// untilFirstExpiry is how long from now until the first reservation, or the folded sum, expires; 0 when none is.
+func (l *Ledger) untilFirstExpiry(now time.Time) time.Duration {
+	var first time.Time
+	for _, res := range l.reservations {
+		if first.IsZero() || res.Expires.Before(first) {
+			first = res.Expires
+		}
+	}
+	if l.folded.Count > 0 && (first.IsZero() || l.folded.Expires.Before(first)) {
+		first = l.folded.Expires
+	}
+	if first.IsZero() {
+		return 0
+	}
+	// A second past the expiry, since expiry times are whole seconds and "after" is strict.
+	return first.Sub(now) + time.Second
+}
