@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
-	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // QuotaReader reads a namespace's quotas from the webhook's informer, the one place admission lists them. A
@@ -54,13 +54,13 @@ func (q *Quotas) Governed() bool {
 	return len(q.list.Items) > 0
 }
 
-// ScopedByPriorityClass names the quotas that count replicas by their priority class, by the rule their ledgers
-// count with (usage.Selector.Scoped). A selector that cannot be compiled names its quota too: it has expressions,
-// so it restricts by class, however wrongly written (the batch refuses any write it limits as invalid).
+// ScopedByPriorityClass names the quotas that count replicas by their priority class (validation.Scoped, the rule
+// the ledger's selector is built by). It compiles no selector: it runs on every placement of a binding that names
+// no class, and a quota whose selector does not compile is named too (the batch refuses any write it limits).
 func (q *Quotas) ScopedByPriorityClass() []string {
 	var scoped []string
 	for i := range q.list.Items {
-		if sel, err := usage.NewSelector(q.list.Items[i].Spec.ScopeSelector); err != nil || sel.Scoped() {
+		if validation.Scoped(&q.list.Items[i].Spec) {
 			scoped = append(scoped, q.list.Items[i].Name)
 		}
 	}

@@ -2,7 +2,8 @@ package controller
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +78,7 @@ func (v *memberView) observe(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger
 
 	report := memberReport{running: make(map[string]resources.List, len(running))}
 	var found []excess
-	for _, cluster := range sortedKeys(running) {
+	for _, cluster := range slices.Sorted(maps.Keys(running)) {
 		run := ledger.Limited(running[cluster].Charge(ledger.Selector))
 		report.running[cluster] = run
 		for _, name := range run.Names() {
@@ -141,13 +142,4 @@ func describe(found []excess) string {
 		parts[i] = fmt.Sprintf("%s runs %s %s where %s is charged", e.cluster, e.resource, e.running, e.charged)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

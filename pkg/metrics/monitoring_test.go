@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/yaml"
+
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 )
 
 // The chart's alerts and dashboard, and the README section that documents them, from this package's folder (go test
@@ -410,55 +412,23 @@ func TestMonitoringQueriesParse(t *testing.T) {
 }
 
 // pinnedPromtool is the promtool to parse with: PROMTOOL when set (`make test-unit` sets it), otherwise the one
-// `make` builds under its cache at the version hack/tools/prometheus pins, so that a plain `go test ./...` finds it.
-// Missing, it fails rather than skips: a skipped test would let a broken dashboard query through CI unnoticed.
+// `make` builds into its cache, so that a plain `go test ./...` finds it. Missing, it fails rather than skips: a
+// skipped test would let a broken dashboard query through CI unnoticed.
 func pinnedPromtool(t *testing.T) string {
 	t.Helper()
 	if path := os.Getenv("PROMTOOL"); path != "" {
 		return path
 	}
-	root, err := filepath.Abs(repoRoot)
+	dir, err := testenv.ToolDir("prometheus", "github.com/prometheus/prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	goMod := filepath.Join(root, "hack", "tools", "prometheus", "go.mod")
-	version, err := requiredVersion(goMod, "github.com/prometheus/prometheus")
-	if err != nil {
-		t.Fatalf("reading the pinned promtool's version: %v", err)
-	}
-	// The Makefile's CACHE ?= takes the environment's CACHE first, relative to the repository root.
-	cache := os.Getenv("CACHE")
-	switch {
-	case cache == "":
-		cache = filepath.Join(root, ".cache")
-	case !filepath.IsAbs(cache):
-		cache = filepath.Join(root, cache)
-	}
-	path := filepath.Join(cache, "prometheus-"+version, "promtool")
+	path := filepath.Join(dir, "promtool")
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("promtool %s is not built (%v) and PROMTOOL is not set: `make test-unit` builds it and runs this test with it; "+
-			"`make promtool` only builds it", version, err)
+		t.Fatalf("promtool is not built (%v) and PROMTOOL is not set: `make test-unit` builds it and runs this test "+
+			"with it; `make promtool` only builds it", err)
 	}
 	return path
-}
-
-// requiredVersion is the version at which goMod requires module, read as the Makefile's modversion reads it (the
-// first `require module version` line, or `module version` line in a require block), so that both find the same
-// promtool.
-func requiredVersion(goMod, module string) (string, error) {
-	raw, err := os.ReadFile(goMod)
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.Lines(string(raw)) {
-		switch f := strings.Fields(line); {
-		case len(f) >= 3 && f[0] == "require" && f[1] == module:
-			return f[2], nil
-		case len(f) >= 2 && f[0] == module:
-			return f[1], nil
-		}
-	}
-	return "", fmt.Errorf("%s does not require %s", goMod, module)
 }
 
 // metricNames returns the metric names a PromQL expression selects, sorted and once each. It is a small lexer, not

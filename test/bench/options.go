@@ -2,9 +2,7 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
@@ -46,18 +44,15 @@ func DefaultScaleOptions() harness.ScaleOptions {
 	}
 }
 
-// defaultKarmadaBin is $KARMADA_BIN, else the Makefile's cache folder for the Karmada version this module
-// requires.
+// defaultKarmadaBin is $KARMADA_BIN, else the Makefile's cache folder of the Karmada it builds.
 func defaultKarmadaBin() string {
 	if dir := os.Getenv("KARMADA_BIN"); dir != "" {
 		return dir
 	}
-	root := testenv.RepoRoot()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/karmada-io/karmada")
-	cmd.Dir = root
-	out, err := cmd.Output()
+	dir, err := testenv.ToolDir("karmada", "github.com/karmada-io/karmada")
 	if err != nil {
-		return filepath.Join(root, ".cache", "karmada")
+		// Run reports the binaries missing from wherever this points, which names the folder looked in.
+		return filepath.Join(testenv.RepoRoot(), ".cache", "karmada")
 	}
-	return filepath.Join(root, ".cache", "karmada-"+strings.TrimSpace(string(out)))
+	return dir
 }

@@ -9,7 +9,7 @@ package validation
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,10 +41,26 @@ func ValidateKarmadaQuotaSpec(spec *quotav1alpha1.KarmadaQuotaSpec, fldPath *fie
 	if spec == nil {
 		return nil
 	}
-	_, hardViolations := checkHard(spec.Hard, hasScope(spec), fldPath.Child("hard"))
+	_, hardViolations := checkHard(spec.Hard, Scoped(spec), fldPath.Child("hard"), everyRule)
 	allErrs := fieldErrors(hardViolations)
-	return append(allErrs, fieldErrors(checkScopeSelector(spec.ScopeSelector, fldPath.Child("scopeSelector")))...)
+	return append(allErrs, fieldErrors(checkScopeSelector(spec.ScopeSelector, fldPath.Child("scopeSelector"), everyRule))...)
 }
+
+// Where the ledger's and the selector's refusals point: they read the spec, never a field of something else.
+var (
+	specHardPath          = field.NewPath("spec", "hard")
+	specScopeSelectorPath = field.NewPath("spec", "scopeSelector")
+)
+
+// rules says which rules a check applies. The webhook applies every rule once per quota write. The ledger and the
+// selector parse a quota on every admission attempt, so they apply only the rules they refuse on, and stop at the
+// first refusal.
+type rules int
+
+const (
+	everyRule rules = iota
+	refusalsOnly
+)
 
 // EnforceableHard maps the canonical name of each spec.hard key (requests.cpu) to the key as its author wrote it
 // (cpu). It fails with the first broken rule that leaves the ledger without a limit to enforce for a key: a name
@@ -52,7 +68,7 @@ func ValidateKarmadaQuotaSpec(spec *quotav1alpha1.KarmadaQuotaSpec, fldPath *fie
 // scope (a scoped quota never counts objects). A limit the ledger can still read is left to the webhook: nothing
 // fits a negative one, and a fraction of a whole-unit resource rounds up.
 func EnforceableHard(spec *quotav1alpha1.KarmadaQuotaSpec) (map[corev1.ResourceName]corev1.ResourceName, error) {
-	keys, violations := checkHard(spec.Hard, hasScope(spec), field.NewPath("spec", "hard"))
+	keys, violations := checkHard(spec.Hard, Scoped(spec), specHardPath, refusalsOnly)
 	if err := firstRefusal(violations); err != nil {
 		return nil, err
 	}
@@ -64,11 +80,7 @@ func EnforceableHard(spec *quotav1alpha1.KarmadaQuotaSpec) (map[corev1.ResourceN
 // DoesNotExist with values (which they would ignore). A value that is no PriorityClass name is left to the webhook:
 // it selects nothing.
 func EnforceableScopeSelector(sel *quotav1alpha1.ScopeSelector) error {
-	// Most quotas have no scope, and every admission parses them: they cost no field path.
-	if sel == nil || len(sel.MatchExpressions) == 0 {
-		return nil
-	}
-	return firstRefusal(checkScopeSelector(sel, field.NewPath("spec", "scopeSelector")))
+	return firstRefusal(checkScopeSelector(sel, specScopeSelectorPath, refusalsOnly))
 }
 
 // violation is one broken rule. err is what the webhook reports. refusal is set for the rules the ledger and the
@@ -100,37 +112,45 @@ func firstRefusal(violations []violation) error {
 	return nil
 }
 
-// hasScope reports whether spec restricts its quota to some priority classes; a selector without expressions, as
-// in Kubernetes, selects every binding.
-func hasScope(spec *quotav1alpha1.KarmadaQuotaSpec) bool {
+// Scoped reports whether spec restricts its quota to some priority classes; a selector without expressions, as in
+// Kubernetes, selects every binding. It holds for a selector that does not compile too: it has expressions, so it
+// restricts by class, however wrongly written (the ledger refuses to enforce it).
+func Scoped(spec *quotav1alpha1.KarmadaQuotaSpec) bool {
 	return spec.ScopeSelector != nil && len(spec.ScopeSelector.MatchExpressions) > 0
 }
 
-// checkHard applies every rule about spec.hard at fldPath. It returns each key it can charge under its canonical
-// name, as EnforceableHard does.
-func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path) (map[corev1.ResourceName]corev1.ResourceName, []violation) {
-	keys := make([]corev1.ResourceName, 0, len(hard))
+// checkHard applies the rules about spec.hard at fldPath. It returns each key it can charge under its canonical
+// name, as EnforceableHard does. A key's field path is built only for a violation: a quota that breaks no rule
+// costs the ledger nothing but the map it keeps.
+func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path, apply rules) (map[corev1.ResourceName]corev1.ResourceName, []violation) {
+	// On the stack for the few limits a quota has.
+	var buf [16]corev1.ResourceName
+	keys := buf[:0]
 	for k := range hard {
 		keys = append(keys, k)
 	}
 	// Sorted, so that of two keys naming one resource it is always the same one that is reported.
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	slices.Sort(keys)
 
 	keyOf := make(map[corev1.ResourceName]corev1.ResourceName, len(keys))
 	var violations []violation
 	for _, key := range keys {
-		keyPath := fldPath.Key(string(key))
-		value := hard[key]
+		if apply == refusalsOnly && len(violations) > 0 {
+			return nil, violations
+		}
 		canonical, class, err := resources.Canonical(key)
 		if err != nil {
+			keyPath := fldPath.Key(string(key))
 			// The refusal leaves out the field error's `Invalid value: "<key>"`: the path names the key already.
 			violations = append(violations, violation{
 				err:     field.Invalid(keyPath, string(key), err.Error()),
 				refusal: fmt.Errorf("%s: %w", keyPath, err),
 			})
 		}
-		if value.Sign() < 0 {
-			violations = append(violations, violation{err: field.Invalid(keyPath, value.String(), apimachineryvalidation.IsNegativeErrorMsg)})
+		// The rules on the value are the webhook's: the ledger enforces any limit it can read.
+		value := hard[key]
+		if apply == everyRule && value.Sign() < 0 {
+			violations = append(violations, violation{err: field.Invalid(fldPath.Key(string(key)), value.String(), apimachineryvalidation.IsNegativeErrorMsg)})
 		}
 		if err != nil {
 			continue
@@ -139,16 +159,17 @@ func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path) (map[
 			// Both keys would be charged for the same usage, and the ledger could enforce only one of the two limits,
 			// which need not be the intended one.
 			same := fmt.Sprintf("%q and %q are the same resource (%s)", other, key, canonical)
-			dup := field.Duplicate(keyPath, string(key))
+			dup := field.Duplicate(fldPath.Key(string(key)), string(key))
 			dup.Detail = same + "; keep one"
 			violations = append(violations, violation{err: dup, refusal: fmt.Errorf("%s: %s", fldPath, same)})
 		} else {
 			keyOf[canonical] = key
 		}
-		if countsWhole(canonical, class) && !isWhole(value) {
-			violations = append(violations, violation{err: field.Invalid(keyPath, value.String(), notIntegerMsg)})
+		if apply == everyRule && countsWhole(canonical, class) && !isWhole(value) {
+			violations = append(violations, violation{err: field.Invalid(fldPath.Key(string(key)), value.String(), notIntegerMsg)})
 		}
 		if scoped && class == resources.ObjectCount {
+			keyPath := fldPath.Key(string(key))
 			// A scoped quota never counts objects (usage.Charge), so such a limit would be accepted and never enforced.
 			const why = "a PriorityClass scope cannot count objects: it selects replicas by their priority class; " +
 				"limit object counts in a quota without scopeSelector"
@@ -178,43 +199,48 @@ func isWhole(q resource.Quantity) bool {
 	return c.RoundUp(0)
 }
 
-// checkScopeSelector applies every rule about a scope selector at fldPath. A selector without expressions is
-// allowed, as Kubernetes allows it: it selects every binding.
-func checkScopeSelector(sel *quotav1alpha1.ScopeSelector, fldPath *field.Path) []violation {
+// checkScopeSelector applies the rules about a scope selector at fldPath. A selector without expressions is
+// allowed, as Kubernetes allows it: it selects every binding. Field paths are built only for a violation.
+func checkScopeSelector(sel *quotav1alpha1.ScopeSelector, fldPath *field.Path, apply rules) []violation {
 	if sel == nil {
 		return nil
 	}
 	var violations []violation
 	for i, expr := range sel.MatchExpressions {
-		exprPath := fldPath.Child("matchExpressions").Index(i)
+		if apply == refusalsOnly && len(violations) > 0 {
+			return violations
+		}
+		exprPath := func() *field.Path { return fldPath.Child("matchExpressions").Index(i) }
 		if expr.ScopeName != corev1.ResourceQuotaScopePriorityClass {
-			unsupported := field.NotSupported(exprPath.Child("scopeName"), expr.ScopeName,
+			unsupported := field.NotSupported(exprPath().Child("scopeName"), expr.ScopeName,
 				[]corev1.ResourceQuotaScope{corev1.ResourceQuotaScopePriorityClass})
 			unsupported.Detail += "; a ResourceBinding carries its workload's priority class and no other scope"
 			violations = append(violations, refused(unsupported))
 		}
 
-		valuesPath := exprPath.Child("values")
 		switch expr.Operator {
 		case corev1.ScopeSelectorOpIn, corev1.ScopeSelectorOpNotIn:
 			if len(expr.Values) == 0 {
-				violations = append(violations, refused(field.Required(valuesPath,
+				violations = append(violations, refused(field.Required(exprPath().Child("values"),
 					fmt.Sprintf("must name at least one priority class when operator is %s", expr.Operator))))
 			}
 		case corev1.ScopeSelectorOpExists, corev1.ScopeSelectorOpDoesNotExist:
 			if len(expr.Values) > 0 {
-				violations = append(violations, refused(field.Forbidden(valuesPath,
+				violations = append(violations, refused(field.Forbidden(exprPath().Child("values"),
 					fmt.Sprintf("must be empty when operator is %s: it tests only whether a priority class is set", expr.Operator))))
 				// The values are already refused as a whole; checking each would only repeat that.
 				continue
 			}
 		default:
-			violations = append(violations, refused(field.NotSupported(exprPath.Child("operator"), expr.Operator, supportedOperators)))
+			violations = append(violations, refused(field.NotSupported(exprPath().Child("operator"), expr.Operator, supportedOperators)))
+		}
+		if apply == refusalsOnly {
+			continue
 		}
 		for j, v := range expr.Values {
 			for _, msg := range validation.IsDNS1123Subdomain(v) {
 				violations = append(violations, violation{
-					err: field.Invalid(valuesPath.Index(j), v, "not a PriorityClass name: "+msg),
+					err: field.Invalid(exprPath().Child("values").Index(j), v, "not a PriorityClass name: "+msg),
 				})
 			}
 		}
