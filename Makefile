@@ -117,7 +117,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions, CRD manifests, RBA
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=$(CHART_FILES)/crds
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./operator/api/... output:crd:artifacts:config=$(OPERATOR_CHART_FILES)/crds
 	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... paths=./pkg/interpreter/... output:rbac:artifacts:config=$(CHART_FILES)/rbac/webhook
-	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./pkg/members/... paths=./pkg/certs/... paths=./cmd/quota-controller/... \
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./pkg/members/... paths=./pkg/interpreter/... paths=./pkg/certs/... paths=./cmd/quota-controller/... \
 		output:rbac:artifacts:config=$(CHART_FILES)/rbac/controller
 	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-operator paths=./operator/pkg/controller/... \
 		output:rbac:artifacts:config=$(OPERATOR_CHART_FILES)/rbac

@@ -18,8 +18,6 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
-const kindResourceBinding = "ResourceBinding"
-
 // BindingValidator admits ResourceBinding creates and updates against the namespace's quotas.
 type BindingValidator struct {
 	admitter *Admitter
@@ -110,7 +108,7 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		Key:       quota.Key{UID: rb.UID, Generation: admittedGeneration(op, rb)},
 		Owner: quotav1alpha1.ReservationOwner{
 			APIVersion: workv1alpha2.SchemeGroupVersion.String(),
-			Kind:       kindResourceBinding,
+			Kind:       quota.KindResourceBinding,
 			Name:       rb.Name,
 			UID:        rb.UID,
 		},
@@ -134,7 +132,7 @@ func admittedGeneration(op admissionv1.Operation, rb *workv1alpha2.ResourceBindi
 func invalidBinding(rb *workv1alpha2.ResourceBinding, err error) error {
 	var fe *field.Error
 	if errors.As(err, &fe) {
-		return apierrors.NewInvalid(workv1alpha2.SchemeGroupVersion.WithKind(kindResourceBinding).GroupKind(), rb.Name, field.ErrorList{fe})
+		return apierrors.NewInvalid(workv1alpha2.SchemeGroupVersion.WithKind(quota.KindResourceBinding).GroupKind(), rb.Name, field.ErrorList{fe})
 	}
 	return apierrors.NewBadRequest(err.Error())
 }

@@ -88,7 +88,7 @@ func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstru
 		// Not placed yet (or an older object's binding): the binding webhook decides its first placement.
 		return nil
 	}
-	would := asking(&rb, w, nil)
+	would := w.Bound(&rb, nil)
 	would, current, err := v.classes.classify(ctx, quotas, would, &rb)
 	if err != nil {
 		// A class that cannot be told is refused as the binding webhook refuses it; a read that failed is not this
@@ -115,7 +115,7 @@ func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstru
 		// (a template write racing ahead of its binding's is charged twice, never not at all).
 		Key: quota.Key{UID: rb.UID, Generation: 0},
 		Owner: quotav1alpha1.ReservationOwner{
-			APIVersion: workv1alpha2.SchemeGroupVersion.String(), Kind: kindResourceBinding, Name: rb.Name, UID: rb.UID,
+			APIVersion: workv1alpha2.SchemeGroupVersion.String(), Kind: quota.KindResourceBinding, Name: rb.Name, UID: rb.UID,
 		},
 		New:    newUsage,
 		Old:    &oldUsage,

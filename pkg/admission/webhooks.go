@@ -5,17 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
+	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
@@ -31,13 +35,31 @@ type Options struct {
 	// MaxReservations bounds each quota's reservation list; 0 or more than quota.MaxReservations means
 	// quota.MaxReservations. Tests lower it to fold with few writes.
 	MaxReservations int
-	Clock           clock.PassiveClock
+	// ExemptKinds are kinds, as Kind.group, whose pods karmada-quota cannot know that Works may carry under a quota
+	// limiting what pods use, uncharged (ParseExemptKinds).
+	ExemptKinds []string
+	Clock       clock.PassiveClock
+}
+
+// ParseExemptKinds reads kinds written Kind.group (Certificate.cert-manager.io; Kind alone for the core group).
+func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
+	out := sets.New[schema.GroupKind]()
+	for _, k := range kinds {
+		gk := schema.ParseGroupKind(strings.TrimSpace(k))
+		if gk.Kind == "" || strings.ToUpper(gk.Kind[:1]) != gk.Kind[:1] {
+			return nil, fmt.Errorf("%q is not a kind written Kind.group, such as Certificate.cert-manager.io", k)
+		}
+		out.Insert(gk)
+	}
+	return out, nil
 }
 
 // What the webhook needs in the karmada-apiserver; `make generate` writes it into the chart (files/rbac/webhook).
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
+// +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters/proxy,verbs=get
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // Setup registers the webhooks with the manager's webhook server. The manager's cache says which quotas a
 // namespace has and what they hold; a quota whose write lost a race is read past it (see Admitter). Karmada's
@@ -87,8 +109,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
+	// A member's nodes are read for the Works that run a pod per node.
+	nodes := members.NewNodes(mgr.GetConfig(), members.NodesMaxAge)
+	exempt, err := ParseExemptKinds(opts.ExemptKinds)
+	if err != nil {
+		return fmt.Errorf("the kinds exempt from quota: %w", err)
+	}
+	if exempt.Len() > 0 {
+		// Visible where admins look: they run uncharged under every quota.
+		ctrl.Log.Info("Kinds whose pods karmada-quota cannot know run uncharged", "exemptKinds", opts.ExemptKinds)
+	}
 	server.Register(webhookconfig.WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(),
-		&WorkValidator{quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads}))
+		&WorkValidator{admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads, nodes: nodes, exempt: exempt,
+			recorder: mgr.GetEventRecorderFor("karmada-quota-webhook"), templates: mgr.GetAPIReader()}))
 	server.Register(webhookconfig.ResourceTemplatePath, &admission.Webhook{Handler: &TemplateValidator{
 		admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads,
 		decoder: admission.NewDecoder(mgr.GetScheme()),

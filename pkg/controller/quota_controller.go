@@ -64,6 +64,8 @@ type QuotaReconciler struct {
 	pacer *pacer
 	// members shows what the member clusters run next to what is charged; nil when they are not read.
 	members *memberView
+	// works holds what the bindings' Works ask their members to run; nil counts bindings alone (tests).
+	works *workView
 }
 
 // conflictRetries is how often one reconcile recounts and writes again after losing the compare-and-swap to the
@@ -104,14 +106,24 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	if err != nil {
 		return failed(r.markInvalid(ctx, &q, err))
 	}
+	if r.works != nil && !r.works.synced() {
+		// Counting without the Works would charge less than members run.
+		return ctrl.Result{RequeueAfter: time.Second}, false, nil
+	}
 	bindings, unclassified, err := r.readBindings(ctx, &q, ledger)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
+	var works []quota.ObservedWork
+	if r.works != nil {
+		if works, err = r.works.observe(ctx, q.Namespace, bindings); err != nil {
+			return ctrl.Result{}, false, err
+		}
+	}
 
 	now := r.clock.Now()
 	tally := quota.Recount(ledger, quota.Observation{
-		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Gone: r.deleted.has, Now: now,
+		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Works: works, Gone: r.deleted.has, Now: now,
 	})
 	for _, bad := range tally.Malformed {
 		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.Binding), "err", bad.Err)

@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
@@ -142,6 +145,17 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	}
 
 	resync := make(chan event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota])
+	// A Work that asks something new is recounted as a binding change is: paced, with the quotas of its binding's
+	// namespace (the Work itself lives in its member's execution namespace).
+	workChanged := make(chan event.TypedGenericEvent[client.Object])
+	if r.works, err = setupWorks(mgr, func(namespace string) {
+		select {
+		case workChanged <- event.TypedGenericEvent[client.Object]{Object: &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}}}:
+		case <-ctx.Done():
+		}
+	}, r.deleted.add); err != nil {
+		return "work view", err
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return resyncEvery(ctx, mgr.GetClient(), opts.ResyncPeriod, resync)
 	})); err != nil {
@@ -171,6 +185,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		Watches(&workv1alpha2.ResourceBinding{}, pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer},
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, waitChanged()))).
 		WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*quotav1alpha1.KarmadaQuota]{})).
+		WatchesRawSource(source.Channel(workChanged, handler.EventHandler(pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer}))).
 		Complete(r)
 	if err != nil {
 		return ControllerName, err
@@ -233,4 +248,24 @@ func resyncEvery(ctx context.Context, c client.Client, period time.Duration, out
 			}
 		}
 	}
+}
+
+// setupWorks starts, with the manager, Karmada's resource interpreter and the view of the Works read with it.
+func setupWorks(mgr ctrl.Manager, changed func(namespace string), deleted func(types.UID)) (*workView, error) {
+	workloads, err := interpreter.New(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating Karmada's resource interpreter: %w", err)
+	}
+	if err := mgr.Add(workloads); err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	view, err := newWorkView(c, workloads, members.NewNodes(mgr.GetConfig(), members.NodesMaxAge), changed, deleted)
+	if err != nil {
+		return nil, err
+	}
+	return view, mgr.Add(view)
 }

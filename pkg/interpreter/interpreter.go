@@ -2,7 +2,10 @@
 // own resource interpreter: the native kinds, the customizations Karmada ships for popular CRDs, and every
 // ResourceInterpreterCustomization (Lua) and ResourceInterpreterWebhookConfiguration of the control plane. It
 // reads a workload exactly as Karmada's detector does when it builds the binding, so what the webhooks compare
-// (a resource template, a Work's manifest) is read the way the binding that was admitted was written.
+// (a resource template, a Work's manifest) is read the way the binding that was admitted was written. The kinds
+// Karmada reads no replicas from but which run pods (DaemonSet, CronJob, ReplicationController) are read by this
+// package's own rules (podmakers.go), built on Karmada's reading of a Pod and of a Job, so that a quota charges every
+// pod a member will run.
 package interpreter
 
 import (
@@ -19,8 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 )
@@ -30,21 +35,47 @@ import (
 // +kubebuilder:rbac:groups=config.karmada.io,resources=resourceinterpretercustomizations;resourceinterpreterwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 
-// Workload is what one object asks of its replicas.
+// Workload is what one object asks of its replicas: the pods it makes a member run.
 type Workload struct {
 	// Replicas and Requirements describe a single-template workload: Replicas at Requirements each.
 	Replicas     int32
 	Requirements *workv1alpha2.ReplicaRequirements
 	// Components describe a multi-template workload (one entry per pod template), when Karmada can read them.
 	Components []workv1alpha2.Component
+	// PerNode is set for a workload that runs one pod on every node of the member its pod template fits (a
+	// DaemonSet): how many pods it runs depends on the member's nodes, not on the object, so Replicas is 0 until
+	// OnNodes counts them, and Requirements are one pod's.
+	PerNode *NodeFit
+	// Unbounded is set, saying why and how to fix it, when the pods the object runs at once have no bound (a CronJob
+	// whose Jobs may run concurrently). Replicas and Requirements then say what one run asks, for messages; a quota
+	// limiting compute cannot admit what it cannot bound, other quotas need not care.
+	Unbounded string
+}
+
+// OnNodes returns the workload as it runs on a member with these nodes: a per-node workload runs one pod on each
+// node its pod template fits; any other runs what it says, whatever the nodes.
+func (w Workload) OnNodes(nodes []corev1.Node) Workload {
+	if w.PerNode != nil {
+		w.Replicas = w.PerNode.Count(nodes)
+	}
+	return w
+}
+
+// ReplicaInterpreter is the part of Karmada's resource interpreter this package reads through. It is narrower
+// than resourceinterpreter.ResourceInterpreter so that tests can use Karmada's native interpreter alone
+// (native.NewDefaultInterpreter), without a karmada-apiserver to load customizations from.
+type ReplicaInterpreter interface {
+	HookEnabled(gvk schema.GroupVersionKind, operation configv1alpha1.InterpreterOperation) bool
+	GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha2.ReplicaRequirements, error)
+	GetComponents(obj *unstructured.Unstructured) ([]workv1alpha2.Component, error)
 }
 
 // Interpreter is Karmada's resource interpreter, started once against the karmada-apiserver.
 type Interpreter struct {
 	dynamic  dynamic.Interface
 	services corev1listers.ServiceLister
-	// karmada is set by Start before it closes started.
-	karmada resourceinterpreter.ResourceInterpreter
+	// karmada is set by Start (or NewStarted) before started is closed.
+	karmada ReplicaInterpreter
 	started chan struct{}
 }
 
@@ -62,9 +93,21 @@ func New(cfg *rest.Config) (*Interpreter, error) {
 	return &Interpreter{dynamic: dynamicClient, services: serviceGetter{kube}, started: make(chan struct{})}, nil
 }
 
+// NewStarted returns an interpreter that reads through karmada, an interpreter the caller has started already (or
+// Karmada's native one, which needs no start). Its Start must not be called.
+func NewStarted(karmada ReplicaInterpreter) *Interpreter {
+	started := make(chan struct{})
+	close(started)
+	return &Interpreter{karmada: karmada, started: started}
+}
+
 // Start loads the customizations and keeps them current; it returns when ctx is done, so that a
 // controller-runtime manager can run it.
 func (i *Interpreter) Start(ctx context.Context) error {
+	if i.Started() {
+		// An interpreter from NewStarted has nothing to load from; a second Start would close started twice.
+		return errors.New("Karmada's resource interpreter is started already")
+	}
 	// Customizations change rarely, and every change is watched: the resync only repairs a lost watch event. The
 	// informers stop with ctx.
 	informers := genericmanager.NewSingleClusterInformerManager(ctx, i.dynamic, 10*time.Minute)
@@ -88,21 +131,56 @@ func (i *Interpreter) Started() bool {
 	}
 }
 
+// WaitStarted waits until Start has loaded the customizations, for a reader that must not read a custom kind as
+// running nothing; it returns ErrNotStarted if ctx ends first.
+func (i *Interpreter) WaitStarted(ctx context.Context) error {
+	select {
+	case <-i.started:
+		return nil
+	case <-ctx.Done():
+		return ErrNotStarted
+	}
+}
+
+// Opaque reports whether karmada-quota cannot know the pods an object of gvk makes a member run: Karmada's
+// interpreter reads no replicas from it (no customization describes it), no rule of this package reads its pods,
+// and it is not a Kubernetes built-in kind (every built-in kind that runs pods is read by one or the other; the
+// rest, a ConfigMap or a Role, run none). Such a kind, a CRD whose operator starts pods in the member, would run
+// free under a quota limiting what pods use; the Work gate refuses it there unless the admin exempts the kind.
+func (i *Interpreter) Opaque(gvk schema.GroupVersionKind) bool {
+	if i.karmada.HookEnabled(gvk, configv1alpha1.InterpreterOperationInterpretReplica) {
+		return false
+	}
+	if _, runsPods := podMakers[gvk]; runsPods {
+		return false
+	}
+	return !clientgoscheme.Scheme.Recognizes(gvk)
+}
+
 // ErrNotStarted says Start has not loaded the customizations yet.
 var ErrNotStarted = errors.New("Karmada's resource interpreter has not loaded the ResourceInterpreterCustomizations yet")
 
 // Workload reads what obj asks of its replicas, once Start has loaded the customizations (it waits for them
-// while ctx lasts: a kind described by one would otherwise be read as running nothing). ok is false for a kind
-// Karmada reads no replicas from (a ConfigMap, a Service): such an object runs no replicas Karmada places.
+// while ctx lasts: a kind described by one would otherwise be read as running nothing). Karmada's reading comes
+// first: a kind it reads replicas from, natively or through a customization (even one describing DaemonSets), is
+// read as Karmada reads it, so that the quota charges what the binding says. Only a kind Karmada reads no replicas
+// from is read by this package's rules for the kinds that run pods anyway (podmakers.go). ok is false for an
+// object that runs no pods (a ConfigMap, a Service).
 func (i *Interpreter) Workload(ctx context.Context, obj *unstructured.Unstructured) (w Workload, ok bool, err error) {
-	select {
-	case <-i.started:
-	case <-ctx.Done():
-		return Workload{}, false, ErrNotStarted
+	if err := i.WaitStarted(ctx); err != nil {
+		return Workload{}, false, err
 	}
 	gvk := obj.GroupVersionKind()
 	if !i.karmada.HookEnabled(gvk, configv1alpha1.InterpreterOperationInterpretReplica) {
-		return Workload{}, false, nil
+		makePods, runsPods := podMakers[gvk]
+		if !runsPods {
+			return Workload{}, false, nil
+		}
+		w, err := makePods(i.karmada, obj)
+		if err != nil {
+			return Workload{}, false, fmt.Errorf("reading the pods that %s %s/%s runs: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+		return w, true, nil
 	}
 	w.Replicas, w.Requirements, err = i.karmada.GetReplicas(obj)
 	if err != nil {

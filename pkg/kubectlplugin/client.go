@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -18,10 +20,12 @@ import (
 var (
 	quotasResource   = quotav1alpha1.GroupVersion.WithResource("karmadaquotas")
 	bindingsResource = workv1alpha2.SchemeGroupVersion.WithResource("resourcebindings")
+	// eventsResource is where Karmada's controllers record events: core/v1, through client-go's record package.
+	eventsResource = corev1.SchemeGroupVersion.WithResource("events")
 )
 
-// reader reads KarmadaQuotas and ResourceBindings from the karmada-apiserver. It knows their resources, so it
-// needs no discovery: one request per read, and a failure is that request's.
+// reader reads KarmadaQuotas, ResourceBindings and the events on a binding from the karmada-apiserver. It knows
+// their resources, so it needs no discovery: one request per read, and a failure is that request's.
 type reader struct {
 	client dynamic.Interface
 	server string
@@ -65,6 +69,21 @@ func (r *reader) bindings(ctx context.Context, namespace string) ([]workv1alpha2
 		return nil, &apiError{call: c, server: r.server, err: err}
 	}
 	return decodeAll[workv1alpha2.ResourceBinding](list)
+}
+
+// bindingEvents lists the events recorded on a binding, selected by the apiserver on the involved object (kind,
+// name and, when known, UID: a binding deleted and made again under the same name has its own events).
+func (r *reader) bindingEvents(ctx context.Context, rb *workv1alpha2.ResourceBinding) ([]corev1.Event, error) {
+	c := call{verb: "list", resource: groupResource(eventsResource), kind: "Event", namespace: rb.Namespace}
+	selector := fields.Set{"involvedObject.kind": "ResourceBinding", "involvedObject.name": rb.Name}
+	if rb.UID != "" {
+		selector["involvedObject.uid"] = string(rb.UID)
+	}
+	list, err := r.client.Resource(eventsResource).Namespace(rb.Namespace).List(ctx, metav1.ListOptions{FieldSelector: selector.AsSelector().String()})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	return decodeAll[corev1.Event](list)
 }
 
 func decodeAll[T any](list *unstructured.UnstructuredList) ([]T, error) {

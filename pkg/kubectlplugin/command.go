@@ -147,7 +147,8 @@ func newDescribeCommand(o *options) *cobra.Command {
 		Long: "Show a KarmadaQuota as `kubectl describe resourcequota` shows a ResourceQuota: Name, Namespace, Scopes, and a\n" +
 			"Resource / Used / Reserved / Hard table; then whether its status is current, what the namespace uses in\n" +
 			"each member cluster, and the bindings waiting for quota whose needs it limits, with what each asks for and\n" +
-			"what is missing here. Without NAME, every quota of the namespace.",
+			"what is missing here; then the reservations not yet observed, each held by a binding (its placement) or by a\n" +
+			"Work (what its member cluster runs beyond the binding's placement). Without NAME, every quota of the namespace.",
 		Example: "  kubectl karmada quota describe team-a -n team-a\n  kubectl karmada quota describe -n team-a -o yaml",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -278,7 +279,10 @@ func newWhyCommand(o *options) *cobra.Command {
 		Long: "Find the workload's ResourceBinding and say why it is or is not scheduled. Refused by quota: each refusing quota,\n" +
 			"recomputed from its status with the webhook's arithmetic, with every short resource's need, availability and\n" +
 			"shortfall, and whether it can ever fit. Scheduled: what each quota of the namespace charges it, per member\n" +
-			"cluster. A bare NAME is a Deployment; KIND is any kind kubectl knows (deploy, statefulset.apps, a CRD).",
+			"cluster. Scheduled, but a member's Work refused by quota (WorkRefused: an OverridePolicy raising requests, a\n" +
+			"DaemonSet's pod per node, a CronJob's Jobs), as Karmada last reported it in a SyncWorkFailed event on the\n" +
+			"binding: each member's refusal and what to do. A bare NAME is a Deployment; KIND is any kind kubectl knows\n" +
+			"(deploy, statefulset.apps, a CRD).",
 		Example: "  kubectl karmada quota why web -n team-a\n  kubectl karmada quota why statefulset/db -n team-a -o json",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -311,12 +315,33 @@ func newWhyCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			why := report.Explain(workload, bindingOf(workload, bindings), quotas)
+			rb := bindingOf(workload, bindings)
+			var events report.Events
+			var eventsErr error
+			if rb != nil {
+				// Whether quota refuses a placed workload's Works is only in Karmada's events on the binding. Reading
+				// them is not required: without them the answer says it does not know, and the command succeeds.
+				if events.Items, eventsErr = r.bindingEvents(ctx, rb); eventsErr != nil {
+					events.Unknown = eventsUnknown(ns, eventsErr)
+				}
+			}
+			why := report.Explain(workload, rb, quotas, events)
+			if why.EventsUnknown != "" {
+				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", eventsErr)
+			}
 			return out.print(o.streams.Out, why, func(w io.Writer) error { return report.WriteWhy(w, why) })
 		},
 	}
 	out.addFlag(cmd)
 	return cmd
+}
+
+// eventsUnknown says, for the output, why a binding's events could not be read.
+func eventsUnknown(namespace string, err error) string {
+	if apierrors.IsForbidden(err) {
+		return fmt.Sprintf("you may not list events in namespace %s", namespace)
+	}
+	return "the binding's events could not be read"
 }
 
 // workload finds the object args name, as `kubectl get` would (short names, kind.group, CRDs), so that "no such

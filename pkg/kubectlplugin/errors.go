@@ -50,9 +50,12 @@ func (e *apiError) Error() string {
 		if c.namespace == "" {
 			where, grant = "across all namespaces", "a ClusterRoleBinding to the ClusterRole view"
 		}
+		grants := "Once karmada-quota is installed, the stock view role grants reading KarmadaQuotas and ResourceBindings"
+		if c.kind == "Event" {
+			grants = "The stock view role grants reading events"
+		}
 		return fmt.Sprintf("you may not %s %s %s (the karmada-apiserver said: %s).\n"+
-			"Once karmada-quota is installed, the stock view role grants reading KarmadaQuotas and ResourceBindings: "+
-			"ask an admin for %s", c.verb, c.resource, where, status.Status().Message, grant)
+			"%s: ask an admin for %s", c.verb, c.resource, where, status.Status().Message, grants, grant)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Sprintf("the karmada-apiserver at %s does not accept your credentials (401 Unauthorized): "+
 			"check the user of your kubeconfig context", e.server)

@@ -48,6 +48,14 @@ func TestAPIErrorExplains(t *testing.T) {
 				`Once karmada-quota is installed, the stock view role grants reading KarmadaQuotas and ResourceBindings: ` +
 				`ask an admin for a RoleBinding to the ClusterRole view in namespace "team-a"`,
 		},
+		"no right to read events: the stock view role grants it, karmada-quota or not": {
+			call: call{verb: "list", resource: "events", kind: "Event", namespace: "team-a"},
+			err: apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "",
+				errors.New(`User "jane" cannot list resource "events" in API group "" in the namespace "team-a"`)),
+			want: `you may not list events in namespace "team-a" (the karmada-apiserver said: ` +
+				`events is forbidden: User "jane" cannot list resource "events" in API group "" in the namespace "team-a").` + "\n" +
+				`The stock view role grants reading events: ask an admin for a RoleBinding to the ClusterRole view in namespace "team-a"`,
+		},
 		"no right across namespaces": {
 			call: listAll,
 			err:  apierrors.NewForbidden(quotas, "", errors.New(`User "jane" cannot list resource "karmadaquotas" in API group "quota.karmada.io" at the cluster scope`)),

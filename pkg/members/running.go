@@ -1,6 +1,8 @@
 // Package members reads what the member clusters actually run, from the members themselves through Karmada's
 // cluster proxy: the requests of every pod that has not terminated, per namespace and priority class, counted as
 // the member's own ResourceQuota would count them. The controller compares it with what each quota charges there.
+// And the members' nodes (Nodes), which the webhook and the controller read to charge a DaemonSet one pod per node
+// it fits.
 package members
 
 import (

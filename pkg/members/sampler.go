@@ -2,9 +2,7 @@ package members
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"net/url"
 	"sync"
 	"time"
 
@@ -23,7 +21,8 @@ import (
 
 // What the sampler reads in the karmada-apiserver: the member clusters, and their pods through the cluster proxy.
 // Karmada's aggregated apiserver then reads the member as this identity (impersonation): the chart grants it, in
-// every member, the right to list pods (files/karmada/members-rbac.yaml, propagated by Karmada).
+// every member, the right to list pods while sampling is on (the ClusterRole karmada-quota-member-reader of
+// templates/_karmada.tpl, propagated by Karmada).
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=list;watch
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters/proxy,verbs=get
 
@@ -184,13 +183,7 @@ func (s *Sampler) client(cluster string) (kubernetes.Interface, error) {
 	if c, ok := s.clients[cluster]; ok {
 		return c, nil
 	}
-	cfg := rest.CopyConfig(s.config)
-	proxy, err := url.JoinPath(cfg.Host, "apis", clusterv1alpha1.GroupName, "v1alpha1", "clusters", cluster, "proxy")
-	if err != nil {
-		return nil, fmt.Errorf("the proxy URL of cluster %s: %w", cluster, err)
-	}
-	cfg.Host = proxy
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := proxyClient(s.config, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -6,13 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -21,35 +24,108 @@ import (
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
-// proxy answers pod lists the way Karmada's cluster proxy relays a member's apiserver: per cluster, in pages of
-// the requested size.
+// proxyPrefix is where Karmada's cluster proxy is served in the karmada-apiserver: /<prefix><cluster>/proxy/...
+const proxyPrefix = "/apis/cluster.karmada.io/v1alpha1/clusters/"
+
+// proxy answers pod and node lists the way Karmada's cluster proxy relays a member's apiserver: per cluster, in
+// pages of the requested size; a cluster it does not know is not found, and one in down is unavailable, as Karmada
+// answers for a member it cannot reach.
 type proxy struct {
 	mu    sync.Mutex
 	pods  map[string][]corev1.Pod
-	lists map[string]int
+	nodes map[string][]corev1.Node
+	down  map[string]bool
+	// lists and nodeLists count the requests for pods and for nodes, by cluster (each page is one).
+	lists, nodeLists map[string]int
+	// gate, when set, holds every node list until it is closed.
+	gate chan struct{}
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var cluster string
-	for name := range p.pods {
-		if r.URL.Path == "/apis/cluster.karmada.io/v1alpha1/clusters/"+name+"/proxy/api/v1/pods" {
-			cluster = name
-		}
-	}
-	if cluster == "" || r.URL.Query().Get("fieldSelector") != "status.phase!=Succeeded,status.phase!=Failed" {
+	cluster, path, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, proxyPrefix), "/proxy/")
+	if !ok || !strings.HasPrefix(r.URL.Path, proxyPrefix) {
 		http.Error(w, "unexpected request "+r.URL.String(), http.StatusNotFound)
 		return
 	}
-	p.lists[cluster]++
+	switch path {
+	case "api/v1/pods":
+		if r.URL.Query().Get("fieldSelector") != "status.phase!=Succeeded,status.phase!=Failed" {
+			http.Error(w, "unexpected request "+r.URL.String(), http.StatusNotFound)
+			return
+		}
+		p.mu.Lock()
+		pods, known := p.pods[cluster]
+		p.count(&p.lists, cluster, known)
+		down := p.down[cluster]
+		p.mu.Unlock()
+		if p.refuse(w, cluster, known, down) {
+			return
+		}
+		items, next := page(r, pods)
+		respond(w, &corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: items,
+			ListMeta: metav1.ListMeta{Continue: next}})
+	case "api/v1/nodes":
+		p.mu.Lock()
+		nodes, known := p.nodes[cluster]
+		p.count(&p.nodeLists, cluster, known)
+		down, gate := p.down[cluster], p.gate
+		p.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		if p.refuse(w, cluster, known, down) {
+			return
+		}
+		items, next := page(r, nodes)
+		respond(w, &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: items,
+			ListMeta: metav1.ListMeta{Continue: next}})
+	default:
+		http.Error(w, "unexpected request "+r.URL.String(), http.StatusNotFound)
+	}
+}
+
+// count counts a list of a known cluster; p.mu is held.
+func (p *proxy) count(counts *map[string]int, cluster string, known bool) {
+	if !known {
+		return
+	}
+	if *counts == nil {
+		*counts = map[string]int{}
+	}
+	(*counts)[cluster]++
+}
+
+// refuse answers as Karmada does for a cluster it does not know, or cannot reach, and reports whether it did.
+func (p *proxy) refuse(w http.ResponseWriter, cluster string, known, down bool) bool {
+	var status *apierrors.StatusError
+	switch {
+	case down:
+		status = apierrors.NewServiceUnavailable("cluster " + cluster + " is not reachable")
+	case !known:
+		status = apierrors.NewNotFound(schema.GroupResource{Group: clusterv1alpha1.GroupName, Resource: "clusters"}, cluster)
+	default:
+		return false
+	}
+	s := status.Status()
+	s.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(s.Code))
+	_ = json.NewEncoder(w).Encode(s)
+	return true
+}
+
+// page is the part of items the request's limit and continue ask for, and the continue token of the next part.
+func page[T any](r *http.Request, items []T) ([]T, string) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
-	end := min(start+limit, len(p.pods[cluster]))
-	list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: p.pods[cluster][start:end]}
-	if end < len(p.pods[cluster]) {
-		list.Continue = strconv.Itoa(end)
+	end := min(start+limit, len(items))
+	if end < len(items) {
+		return items[start:end], strconv.Itoa(end)
 	}
+	return items[start:end], ""
+}
+
+func respond(w http.ResponseWriter, list any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(list)
 }

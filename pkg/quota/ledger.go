@@ -316,6 +316,9 @@ func (l *Ledger) Reservations() []Reservation {
 func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 	sort.SliceStable(l.reservations, func(i, j int) bool {
 		a, b := l.reservations[i], l.reservations[j]
+		if a.Owner.Namespace != b.Owner.Namespace {
+			return a.Owner.Namespace < b.Owner.Namespace
+		}
 		if a.Owner.Name != b.Owner.Name {
 			return a.Owner.Name < b.Owner.Name
 		}

@@ -83,3 +83,34 @@ func OverrunMessage(quota string, overruns []Overrun, unrequested []corev1.Resou
 	}
 	return b.String()
 }
+
+// AuthorNames renders canonical names as the quota's author wrote them (AuthorName).
+func (l *Ledger) AuthorNames(canonical []corev1.ResourceName) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, len(canonical))
+	for i, name := range canonical {
+		out[i] = l.AuthorName(name)
+	}
+	return out
+}
+
+// LimitsCompute reports whether this quota limits what u's replica sets run: it counts a resource they use (pods,
+// a request), or it requires a request they would have to make. A workload whose pods at once have no bound (a
+// CronJob allowing concurrent Jobs) cannot be admitted under such a quota, and needs no bound under any other.
+func (l *Ledger) LimitsCompute(u usage.Usage) bool {
+	if len(l.Limited(u.Charge(l.Selector).Total)) > 0 {
+		return true
+	}
+	return len(u.MissingRequests(l.Selector, l.hard.Names())) > 0
+}
+
+// LimitsPods reports whether this quota limits anything pods use: pods, or a compute resource they request. A
+// workload whose pods cannot be known (interpreter.Interpreter.Opaque) cannot be admitted under such a quota,
+// whatever its scope: the priority class of pods nobody can read is not known either.
+func (l *Ledger) LimitsPods() bool {
+	for name := range l.hard {
+		if _, class, err := resources.Canonical(name); err == nil && (class == resources.Compute || class == resources.Pods) {
+			return true
+		}
+	}
+	return false
+}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
@@ -39,10 +40,30 @@ type Observation struct {
 	// Unclassified names the bindings whose priority class a scoped quota could not read: observed, so their
 	// reservations settle, but neither counted nor waiting.
 	Unclassified map[string]bool
-	// Gone reports whether a binding UID was deleted, to settle its reservations at once; nil knows of none.
+	// Works are the Works rendered from the namespace's bindings, from a synced cache: what each asks its member
+	// to run is charged where it is more than its binding places there (usage.Usage.Works), and a Work observed
+	// settles the reservation its admission made.
+	Works []ObservedWork
+	// Gone reports whether a binding or Work UID was deleted, to settle its reservations at once; nil knows of none.
 	Gone func(types.UID) bool
 	// Now decides what has expired.
 	Now time.Time
+}
+
+// ObservedWork is a Work the controller observes for one of the namespace's bindings.
+type ObservedWork struct {
+	// Namespace (the member's execution namespace), Name, UID and Generation identify the Work.
+	Namespace, Name string
+	UID             types.UID
+	Generation      int64
+	// Binding is the name of the binding it was rendered from, in the quota's namespace, and BindingID that
+	// binding's permanent ID as Karmada labels the Work with it (RenderedFrom).
+	Binding, BindingID string
+	// Cluster is the member cluster it is sent to.
+	Cluster string
+	// Asks is what it asks that member to run, read for its binding (interpreter.Workload.OnMember): sets that
+	// name no priority class are at their binding's.
+	Asks []usage.Placed
 }
 
 // Tally is what a recount found, and did to the ledger.
@@ -97,10 +118,16 @@ type WaitingBinding struct {
 // for what it still needs if it waits.
 func Recount(l *Ledger, o Observation) Tally {
 	t := Tally{Used: resources.List{}, Clusters: map[string]resources.List{}}
-	observed := make(map[string]Observed, len(o.Bindings))
+	observed := make(map[owner]Observed, len(o.Bindings)+len(o.Works))
+	worksOf := map[string][]*ObservedWork{}
+	for i := range o.Works {
+		w := &o.Works[i]
+		observed[owner{kind: KindWork, namespace: w.Namespace, name: w.Name}] = Observed{UID: w.UID, Generation: w.Generation}
+		worksOf[w.Binding] = append(worksOf[w.Binding], w)
+	}
 	for i := range o.Bindings {
 		rb := &o.Bindings[i]
-		observed[rb.Name] = Observed{UID: rb.UID, Generation: rb.Generation}
+		observed[owner{kind: KindResourceBinding, name: rb.Name}] = Observed{UID: rb.UID, Generation: rb.Generation}
 		if o.Unclassified[rb.Name] {
 			continue
 		}
@@ -108,6 +135,15 @@ func Recount(l *Ledger, o Observation) Tally {
 		if err != nil {
 			t.Malformed = append(t.Malformed, Malformed{Binding: rb.Name, Err: err})
 			continue
+		}
+		for _, w := range worksOf[rb.Name] {
+			if !RenderedFrom(rb, w.BindingID) {
+				continue
+			}
+			if u.Works == nil {
+				u.Works = map[string][]usage.Placed{}
+			}
+			u.Works[w.Cluster] = append(u.Works[w.Cluster], w.Asks...)
 		}
 		charge := u.Charge(l.Selector)
 		t.Used.Add(l.Limited(charge.Total))
@@ -127,7 +163,7 @@ func Recount(l *Ledger, o Observation) Tally {
 	}
 
 	t.Settled = l.Settle(func(res Reservation) bool {
-		if seen, ok := observed[res.Owner.Name]; ok && seen.Settles(res.Key()) {
+		if seen, ok := observed[ownerOf(res.Owner)]; ok && seen.Settles(res.Key()) {
 			return true
 		}
 		if o.Gone != nil && o.Gone(res.Owner.UID) {
@@ -145,6 +181,35 @@ func Recount(l *Ledger, o Observation) Tally {
 	t.Headroom = l.Headroom(t.Used)
 	t.UntilExpiry = l.untilFirstExpiry(o.Now)
 	return t
+}
+
+// RenderedFrom reports whether a Work naming rb (by its binding name annotations) was rendered from rb itself, by
+// the binding's permanent ID Karmada labels the Work with: a Work Karmada left behind for an earlier binding of the
+// same name (its binding controller can create one after the binding's cleanup ran) was admitted nothing of rb's.
+// A Work or binding without the ID (written by hand) is taken at its name.
+func RenderedFrom(rb *workv1alpha2.ResourceBinding, workBindingID string) bool {
+	id := rb.Labels[workv1alpha2.ResourceBindingPermanentIDLabel]
+	return workBindingID == "" || id == "" || workBindingID == id
+}
+
+// Kinds of the writes a reservation can belong to.
+const (
+	KindResourceBinding = "ResourceBinding"
+	KindWork            = "Work"
+)
+
+// owner identifies a reservation's owner by name: a binding of the quota's namespace, or a Work of an execution
+// namespace.
+type owner struct {
+	kind, namespace, name string
+}
+
+func ownerOf(o quotav1alpha1.ReservationOwner) owner {
+	if o.Kind == KindWork {
+		return owner{kind: KindWork, namespace: o.Namespace, name: o.Name}
+	}
+	// Any other kind is a binding's: every reservation was, before Works were charged.
+	return owner{kind: KindResourceBinding, name: o.Name}
 }
 
 func (w *Waiting) add(rb *workv1alpha2.ResourceBinding, need resources.List) {

@@ -5,6 +5,7 @@ package usage
 
 import (
 	"fmt"
+	"slices"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,12 @@ type Usage struct {
 	// Placed lists the replica sets placed on member clusters: one per cluster, or one per cluster and component
 	// for a multi-component binding. An unscheduled binding places nothing.
 	Placed []Placed
+	// Works holds, by member cluster, what the binding's Work there asks that member to run (its manifests read as
+	// the member receives them: overrides applied, replicas revised, a DaemonSet's pod per node, a CronJob's Jobs
+	// at once). A member runs what its Work says, not what the binding places: where the Work asks more of a
+	// resource, it is charged (Charge). Nil for a binding alone (admission of binding writes, clusters without a
+	// Work yet).
+	Works map[string][]Placed
 }
 
 // Placed is a set of identical replicas placed on one member cluster.
@@ -124,26 +131,63 @@ func Of(rb *workv1alpha2.ResourceBinding) (Usage, error) {
 
 // Charge returns the part of u that a quota with selector sel counts. A scoped quota counts the replica sets
 // whose priority class it selects; object counts have no priority class and only unscoped quotas count them
-// (validation refuses object counts under a scope, as Kubernetes does).
+// (validation refuses object counts under a scope, as Kubernetes does). On each member cluster, the charge is the
+// larger, resource by resource, of what the binding places there and what its Work asks there: the placement is
+// what the scheduler was admitted for, the Work what the member runs (an OverridePolicy raising requests on one
+// member, a DaemonSet's pods, a CronJob's Jobs), and each was admitted against the quota in its own write, so
+// the larger is never less than what runs and never charges one pod twice.
 func (u Usage) Charge(sel Selector) Charge {
 	c := Charge{Total: resources.List{}, Clusters: map[string]resources.List{}}
 	if !sel.Scoped() {
 		c.Total.Add(u.Objects)
 	}
+	on := func(cluster string) resources.List {
+		l := c.Clusters[cluster]
+		if l == nil {
+			l = resources.List{}
+			c.Clusters[cluster] = l
+		}
+		return l
+	}
 	for _, p := range u.Placed {
 		if !sel.Matches(p.PriorityClass) {
 			continue
 		}
-		cluster := c.Clusters[p.Cluster]
-		if cluster == nil {
-			cluster = resources.List{}
-			c.Clusters[p.Cluster] = cluster
-		}
 		used := p.used()
-		cluster.Add(used)
+		on(p.Cluster).Add(used)
 		c.Total.Add(used)
 	}
+	for cluster, sets := range u.Works {
+		asked := resources.List{}
+		for _, p := range sets {
+			if sel.Matches(p.PriorityClass) {
+				asked.Add(p.used())
+			}
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		placed := on(cluster)
+		for name, v := range asked {
+			if more := resources.Sub(v, placed[name]); more > 0 {
+				placed[name] = v
+				c.Total[name] = resources.Add(c.Total[name], more)
+			}
+		}
+	}
 	return c
+}
+
+func sortedKeys(m map[string][]Placed) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // MissingRequests returns the CPU and memory requests, among limited (canonical names), that some replica set
@@ -154,9 +198,9 @@ func (u Usage) Charge(sel Selector) Charge {
 func (u Usage) MissingRequests(sel Selector, limited []corev1.ResourceName) []corev1.ResourceName {
 	var missing []corev1.ResourceName
 	seen := map[corev1.ResourceName]bool{}
-	for _, p := range u.Placed {
+	check := func(p Placed) {
 		if p.Replicas == 0 || !sel.Matches(p.PriorityClass) {
-			continue
+			return
 		}
 		for _, name := range limited {
 			if !mustBeRequested[name] || seen[name] {
@@ -166,6 +210,15 @@ func (u Usage) MissingRequests(sel Selector, limited []corev1.ResourceName) []co
 				seen[name] = true
 				missing = append(missing, name)
 			}
+		}
+	}
+	for _, p := range u.Placed {
+		check(p)
+	}
+	// A Work is what the member runs: pods it makes without the request run unlimited whatever the binding says.
+	for _, cluster := range sortedKeys(u.Works) {
+		for _, p := range u.Works[cluster] {
+			check(p)
 		}
 	}
 	return missing

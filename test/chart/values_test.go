@@ -141,6 +141,17 @@ var argValues = map[string]map[string]string{
 func argsMatchValues(t reporter, r *rendering, w workload, c corev1.Container, want map[string]string) {
 	t.Helper()
 	args := flags(c)
+	if w.component == "webhook" {
+		// Optional: rendered only when kinds are exempt.
+		exempt, _ := r.value("webhook.exemptKinds").([]any)
+		var kinds []string
+		for _, k := range exempt {
+			kinds = append(kinds, fmt.Sprint(k))
+		}
+		if got, want := strings.Join(args["exempt-kinds"], ","), strings.Join(kinds, ","); got != want {
+			t.Errorf("%s: --exempt-kinds=%q, webhook.exemptKinds is %q", w, got, want)
+		}
+	}
 	for flag, path := range want {
 		got := args[flag]
 		if len(got) == 0 {

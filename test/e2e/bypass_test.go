@@ -180,8 +180,10 @@ var _ = Describe("No bypass of the quota on the way to the members", func() {
 			g.Expect(apierrors.ReasonForError(err)).To(Equal(metav1.StatusReason("QuotaExceeded")), "%v", err)
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
-		By("editing its Work by hand")
-		err := editWork(workOf(ns, "batch", sleeperGVK.Kind, memberNames()[0]), withCPU("3"))
+		By("editing its Work by hand past the quota")
+		// 2 × 6 = 12 CPU where its binding places 4: 8 more, past the 10. (What fits is charged as the Work's own
+		// admission: a member runs what its Work says, whoever wrote it.)
+		err := editWork(workOf(ns, "batch", sleeperGVK.Kind, memberNames()[0]), withCPU("6"))
 		Expect(apierrors.ReasonForError(err)).To(Equal(metav1.StatusReason("QuotaExceeded")), "%v", err)
 		expectSleepersCharged(ns, expectSettled(ns, "team"), "2")
 	})

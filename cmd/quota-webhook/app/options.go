@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
@@ -26,6 +27,8 @@ type Options struct {
 	MaxReservations int
 	// ShutdownDelay is how long a replica keeps serving, unready, after it is told to stop.
 	ShutdownDelay time.Duration
+	// ExemptKinds are kinds (Kind.group) whose pods karmada-quota cannot know, let through uncharged.
+	ExemptKinds []string
 }
 
 // NewOptions returns the defaults.
@@ -64,6 +67,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"Lower it only to test folding.", quota.MaxReservations))
 	// Hidden: the default is sized to what the apiserver stores; a lower bound only folds sooner.
 	_ = fs.MarkHidden("max-reservations-per-quota")
+	fs.StringSliceVar(&o.ExemptKinds, "exempt-kinds", o.ExemptKinds,
+		"Kinds, as Kind.group (Certificate.cert-manager.io), that may run under a quota limiting what pods use although "+
+			"karmada-quota cannot know the pods they make (a CRD without a ResourceInterpreterCustomization describing its "+
+			"replicas): their Works go through, uncharged. Other such kinds are refused there.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
 		"How long the webhook keeps serving after SIGTERM, reporting itself unready, before it drains: the time for the "+
 			"cluster to stop routing new calls to it, so that a rolling update never sends a binding write to a closed port.")
@@ -84,6 +91,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxReservations <= 0 || o.MaxReservations > quota.MaxReservations {
 		errs = append(errs, fmt.Errorf("--max-reservations-per-quota must be in [1, %d], got %d", quota.MaxReservations, o.MaxReservations))
+	}
+	if _, err := admission.ParseExemptKinds(o.ExemptKinds); err != nil {
+		errs = append(errs, fmt.Errorf("--exempt-kinds %w", err))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.ShutdownDelay))

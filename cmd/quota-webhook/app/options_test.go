@@ -18,6 +18,13 @@ func TestOptionsValidate(t *testing.T) {
 		"defaults": {
 			modify: func(*Options) {},
 		},
+		"kinds exempt, one of the core group": {
+			modify: func(o *Options) { o.ExemptKinds = []string{"Certificate.cert-manager.io", "Widget"} },
+		},
+		"an exempt kind not written Kind.group": {
+			modify:   func(o *Options) { o.ExemptKinds = []string{"certificates.cert-manager.io"} },
+			wantErrs: []string{`--exempt-kinds "certificates.cert-manager.io" is not a kind written Kind.group, such as Certificate.cert-manager.io`},
+		},
 		"a TTL just above the apiserver's request timeout": {
 			modify: func(o *Options) { o.ReservationTTL = 61 * time.Second },
 		},
@@ -143,6 +150,7 @@ func TestOptionsAddFlags(t *testing.T) {
 		"--tls-min-version=VersionTLS13",
 		"--reservation-ttl=90s",
 		"--decision-timeout=5s",
+		"--exempt-kinds=Certificate.cert-manager.io,Issuer.cert-manager.io",
 	}); err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -152,6 +160,7 @@ func TestOptionsAddFlags(t *testing.T) {
 	want.TLS.MinVersion = "VersionTLS13"
 	want.ReservationTTL = 90 * time.Second
 	want.DecisionTimeout = 5 * time.Second
+	want.ExemptKinds = []string{"Certificate.cert-manager.io", "Issuer.cert-manager.io"}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("options after parsing (-want +got):\n%s", diff)
 	}

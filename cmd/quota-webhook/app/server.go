@@ -55,6 +55,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	}
 	if err := admission.Setup(ctx, mgr, admission.Options{
 		ReservationTTL: opts.ReservationTTL, DecisionTimeout: opts.DecisionTimeout, MaxReservations: opts.MaxReservations,
+		ExemptKinds: opts.ExemptKinds,
 	}); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}

@@ -168,6 +168,12 @@ type Webhook struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=30
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+	// ExemptKinds are kinds, as Kind.group (Certificate.cert-manager.io), that may run under a quota limiting what
+	// pods use although karmada-quota cannot know the pods they make (a CRD no ResourceInterpreterCustomization
+	// describes): their Works go through uncharged. Other such kinds are refused there.
+	// +optional
+	// +listType=set
+	ExemptKinds []string `json:"exemptKinds,omitempty"`
 }
 
 // Controller configures the quota controller.

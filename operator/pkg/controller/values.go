@@ -152,6 +152,9 @@ func values(inst *operatorv1alpha1.KarmadaQuotaInstallation, version string) (ma
 	if spec.Webhook.TimeoutSeconds != nil {
 		set([]string{"webhook", "timeoutSeconds"}, int64(*spec.Webhook.TimeoutSeconds))
 	}
+	if len(spec.Webhook.ExemptKinds) > 0 {
+		setJSON([]string{"webhook", "exemptKinds"}, spec.Webhook.ExemptKinds)
+	}
 	component("controller", &spec.Controller.Component)
 	if spec.Controller.ResyncPeriod != nil {
 		set([]string{"controller", "resyncPeriod"}, duration(spec.Controller.ResyncPeriod))

@@ -300,6 +300,7 @@ func TestValues(t *testing.T) {
 					ReservationTTL:  duration(5 * time.Minute),
 					DecisionTimeout: duration(15 * time.Second),
 					TimeoutSeconds:  ptr.To[int32](20),
+					ExemptKinds:     []string{"Certificate.cert-manager.io"},
 				}
 				spec.Controller = operatorv1alpha1.Controller{Component: component, ResyncPeriod: duration(30 * time.Second), Workers: ptr.To[int32](8)}
 				spec.Certificates = operatorv1alpha1.Certificates{
@@ -329,6 +330,7 @@ func TestValues(t *testing.T) {
 				webhook["reservationTTL"] = "5m0s"
 				webhook["decisionTimeout"] = "15s"
 				webhook["timeoutSeconds"] = int64(20)
+				webhook["exemptKinds"] = []any{"Certificate.cert-manager.io"}
 				v["webhook"] = webhook
 				controller := componentValues()
 				controller["resyncPeriod"] = "30s"

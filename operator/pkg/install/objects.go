@@ -192,7 +192,7 @@ var prunedKinds = []schema.GroupVersionKind{
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	// Rendered only while the controller reads the members.
+	// The member reader's propagation: renamed once (karmada-quota-member-pods), and an upgrade must remove the old.
 	{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "ClusterPropagationPolicy"},
 	// Rendered only with least-privilege identities: turning them off must not leave the components, now running
 	// as the admin, unable to write status.

@@ -26,6 +26,7 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 		// The webhook refuses every binding write under such a quota and the controller reports it NotReady
 		// (InvalidSpec), which Status already says: show the limits as written.
 		out.Resources = asWritten(q)
+		out.Reservations, out.FoldedReservations = reservations(q, nil)
 		return out
 	}
 	hard, used, reserved := ledger.Hard(), ledger.Used(), ledger.Reserved()
@@ -72,7 +73,54 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 		})
 	}
 	sort.Slice(out.Waiting, func(i, j int) bool { return out.Waiting[i].Binding < out.Waiting[j].Binding })
+	out.Reservations, out.FoldedReservations = reservations(q, ledger)
 	return out
+}
+
+// reservations lists a quota's outstanding reservations: a binding's as the write of that binding, a Work's as
+// what its member cluster runs beyond the binding's placement. Amounts in the author's names, rendered through
+// the ledger when the quota parses, as written otherwise.
+func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reservation, *FoldedReservations) {
+	amounts := func(list corev1.ResourceList) map[string]string {
+		if ledger != nil {
+			return render(ledger, ledger.ParseStatus(list))
+		}
+		out := make(map[string]string, len(list))
+		for name, v := range list {
+			out[string(name)] = v.String()
+		}
+		return out
+	}
+	var out []Reservation
+	for _, r := range q.Status.Reservations {
+		owner := r.ReservedBy
+		res := Reservation{
+			Kind: owner.Kind, APIVersion: owner.APIVersion, Namespace: owner.Namespace, Name: owner.Name,
+			Generation: r.Generation, Reserved: amounts(r.Reserved), Expires: timestamp(r.ExpirationTime.Time),
+		}
+		if owner.Kind == ReservedByWork {
+			res.Cluster = clusterOf(owner.Namespace)
+		}
+		out = append(out, res)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.Kind == ReservedByWork) != (b.Kind == ReservedByWork) {
+			return b.Kind == ReservedByWork
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Generation < b.Generation
+	})
+	var folded *FoldedReservations
+	if f := q.Status.FoldedReservations; f != nil && f.Count > 0 {
+		folded = &FoldedReservations{Count: f.Count, Reserved: amounts(f.Reserved), Expires: timestamp(f.ExpirationTime.Time)}
+	}
+	return out, folded
 }
 
 // StatusOf says whether a quota's status is current.
@@ -147,8 +195,9 @@ func Percent(used, hard int64) int64 {
 }
 
 // Explain says why a workload is or is not scheduled, as far as quotas go. rb is its binding, nil when it has
-// none; quotas are its namespace's.
-func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota) Why {
+// none; quotas are its namespace's; events are the binding's, which say whether quota refuses the Works of a
+// placed workload (see worksRefused).
+func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota, events Events) Why {
 	w := Why{Workload: workload}
 	if rb == nil {
 		w.Verdict = NoBinding
@@ -182,6 +231,13 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 			if c, ok := charge(&sorted[i], rb); ok {
 				w.Charges = append(w.Charges, c)
 			}
+		}
+		// Placed is not run: each member's Work is admitted on its own, and may be refused.
+		if events.Unknown != "" {
+			w.EventsUnknown = events.Unknown
+		} else if refused := worksRefused(events.Items, workload.Kind); refused != nil {
+			w.Verdict = WorkRefused
+			w.WorksRefused = refused
 		}
 	default:
 		w.Verdict = NotScheduled

@@ -64,6 +64,7 @@ func TestDescribe(t *testing.T) {
 	// member1 was read: its pods request more CPU than is charged there.
 	teamA.Status.Clusters[1].Running = list("cpu", "2500m", "requests.memory", "2Gi", "pods", "3")
 	someBinding := utiltesting.MakeBinding("team-a", "other").Obj()
+	expires := time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 	cases := map[string]struct {
 		quota    *quotav1alpha1.KarmadaQuota
@@ -135,6 +136,41 @@ func TestDescribe(t *testing.T) {
 						MissingRequests: []string{"cpu"},
 					},
 				},
+				Reservations: []Reservation{{Kind: "ResourceBinding", APIVersion: "work.karmada.io/v1alpha2", Name: "other",
+					Generation: 1, Reserved: map[string]string{"cpu": "1", "pods": "1"}, Expires: "1970-01-01T00:00:00Z"}},
+			},
+		},
+		"reservations: a Work's with its execution namespace and member, after the bindings'; the folded sum": {
+			quota: func() *quotav1alpha1.KarmadaQuota {
+				q := ready(utiltesting.MakeQuota("team-a", "team-a").Hard(list("requests.cpu", "4", "pods", "10")).
+					Used(list("requests.cpu", "1", "pods", "1")), 1).
+					Reservation(utiltesting.MakeBinding("team-a", "web-deployment").Obj(), 3, list("requests.cpu", "500m", "pods", "1"), expires).
+					Folded(12, list("requests.cpu", "2", "pods", "4"), expires.Add(time.Minute)).Obj()
+				// Written by the Work webhook: the Work first in the list, as the webhook sorts it by namespace.
+				q.Status.Reservations = append([]quotav1alpha1.Reservation{{
+					ReservedBy: quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha1", Kind: "Work",
+						Namespace: "karmada-es-member1", Name: "agent-5d8f", UID: "uid-work"},
+					Generation: 2, Reserved: list("requests.cpu", "600m", "pods", "3"), ExpirationTime: metav1.NewTime(expires),
+				}}, q.Status.Reservations...)
+				return q
+			}(),
+			want: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
+					Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1},
+				Resources: []Resource{
+					{Name: "pods", Used: "1", Reserved: "8", Hard: "10", Available: "1", UsedPercent: 10},
+					{Name: "requests.cpu", Used: "1", Reserved: "3100m", Hard: "4", Available: "-100m", UsedPercent: 25},
+				},
+				Reservations: []Reservation{
+					{Kind: "ResourceBinding", APIVersion: "work.karmada.io/v1alpha2", Name: "web-deployment", Generation: 3,
+						Reserved: map[string]string{"requests.cpu": "500m", "pods": "1"}, Expires: "2030-01-01T00:00:00Z"},
+					{Kind: "Work", APIVersion: "work.karmada.io/v1alpha1", Namespace: "karmada-es-member1", Name: "agent-5d8f",
+						Cluster: "member1", Generation: 2, Reserved: map[string]string{"requests.cpu": "600m", "pods": "3"},
+						Expires: "2030-01-01T00:00:00Z"},
+				},
+				FoldedReservations: &FoldedReservations{Count: 12, Reserved: map[string]string{"requests.cpu": "2", "pods": "4"},
+					Expires: "2030-01-01T00:01:00Z"},
 			},
 		},
 		"a scoped quota: its scopes explained, and only the bindings of its priority class wait on it": {
@@ -360,7 +396,7 @@ func TestExplain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Explain(deployment("web"), tc.binding, tc.quotas)
+			got := Explain(deployment("web"), tc.binding, tc.quotas, Events{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -140,7 +140,53 @@ func WriteQuota(out io.Writer, q Quota) error {
 			w.line(1, "%s\t%s/%s\t%s\t%s\n", b.Binding, b.Workload.Kind, b.Workload.Name, asksText(b.Asks, b.Needs), missingText(b.Short, b.MissingRequests))
 		}
 	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return writeReservations(out, q)
+}
+
+// writeReservations lists what the Reserved column sums, when anything is reserved: who holds each reservation
+// and what it stands for. A binding's is a write of the binding; a Work's is what a member cluster runs beyond
+// its binding's placement, named by the Work, never as if it were a binding.
+func writeReservations(out io.Writer, q Quota) error {
+	if len(q.Reservations) == 0 && q.FoldedReservations == nil {
+		return nil
+	}
+	w := newDescribeWriter(out)
+	w.line(0, "Reservations (admitted, not yet observed):\n")
+	w.line(1, "Held by\tReserved\tExpires\tFor\n")
+	w.line(1, "-------\t--------\t-------\t---\n")
+	for _, r := range q.Reservations {
+		w.line(1, "%s\t%s\t%s\t%s\n", heldBy(r), amounts(r.Reserved), r.Expires, reservedFor(r))
+	}
+	if f := q.FoldedReservations; f != nil {
+		w.line(1, "%d older, folded\t%s\t%s\t%s\n", f.Count, amounts(f.Reserved), f.Expires,
+			"writes admitted before the list reached its bound, charged until the last of them expires")
+	}
 	return w.flush()
+}
+
+func heldBy(r Reservation) string {
+	if r.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name)
+	}
+	return fmt.Sprintf("%s %s", r.Kind, r.Name)
+}
+
+// reservedFor says what a reservation charges for.
+func reservedFor(r Reservation) string {
+	switch r.Kind {
+	case ReservedByWork:
+		member := "its member cluster"
+		if r.Cluster != "" {
+			member = "member cluster " + r.Cluster
+		}
+		return fmt.Sprintf("what %s runs beyond its binding's placement (Work generation %d)", member, r.Generation)
+	case ReservedByBinding:
+		return fmt.Sprintf("the binding's placement (generation %d)", r.Generation)
+	}
+	return fmt.Sprintf("a write of %s (generation %d)", r.Kind, r.Generation)
 }
 
 // statusLine says in words whether the figures are current.
@@ -255,8 +301,39 @@ func WriteWhy(out io.Writer, why Why) error {
 		w.line(0, "Asks for:\t%s\n", asksLine(*why.Asks))
 	}
 	w.line(0, "Verdict:\t%s\n", verdictLine(why))
+	if why.EventsUnknown != "" {
+		w.line(0, "Works:\t<unknown: %s, so whether quota refuses what a member cluster would run is not known>\n", why.EventsUnknown)
+	}
+	if r := why.WorksRefused; r != nil {
+		w.line(0, "Works:\t%s\n", refusedLine(*r))
+	}
 	if err := w.flush(); err != nil {
 		return err
+	}
+
+	if r := why.WorksRefused; r != nil {
+		for _, m := range r.Members {
+			w := newDescribeWriter(out)
+			w.line(0, "\n")
+			who := "Quota"
+			if len(m.Quotas) > 0 {
+				phrase := quotasPhrase(m.Quotas)
+				who = strings.ToUpper(phrase[:1]) + phrase[1:]
+			}
+			if m.Cluster != "" {
+				w.line(0, "%s refuses what member cluster %s would run:\n", who, m.Cluster)
+			} else {
+				w.line(0, "%s refuses what member clusters would run:\n", who)
+			}
+			if m.Work != "" {
+				w.line(1, "Work:\t%s\n", m.Work)
+			}
+			w.line(1, "Message:\t%s\n", m.Message)
+			w.line(1, "Fix:\t%s\n", m.Fix)
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
 	}
 
 	for _, r := range why.Refusals {
@@ -301,7 +378,7 @@ func WriteWhy(out io.Writer, why Why) error {
 			}
 			w.line(0, "Quota %s does not charge it: its scope does not select the workload's priority class (%s).\n", c.Quota, class)
 		case len(c.Total) == 0:
-			w.line(0, "Quota %s charges it nothing: it limits nothing the workload uses.\n", c.Quota)
+			w.line(0, "Quota %s charges its placement nothing: it limits nothing its binding places.\n", c.Quota)
 		default:
 			w.line(0, "Quota %s charges it:\n", c.Quota)
 			header, dashes := "Resource\tTotal", "--------\t-----"
@@ -368,6 +445,22 @@ func verdictLine(why Why) string {
 		return "not scheduled yet: the scheduler has not acted on its binding"
 	case NotScheduled:
 		return "not scheduled, for a reason other than quota (see Scheduled and Message)"
+	case WorkRefused:
+		var members []string
+		if r := why.WorksRefused; r != nil {
+			for _, m := range r.Members {
+				if m.Cluster != "" {
+					members = append(members, m.Cluster)
+				}
+			}
+		}
+		switch len(members) {
+		case 0:
+			return "scheduled, but quota refuses what member clusters would run: Karmada cannot sync its Works and retries; the members keep what they ran before"
+		case 1:
+			return fmt.Sprintf("scheduled, but quota refuses what member cluster %s would run: Karmada cannot sync its Work there and retries; the member keeps what it ran before", members[0])
+		}
+		return fmt.Sprintf("scheduled, but quota refuses what member clusters %s would run: Karmada cannot sync its Works there and retries; the members keep what they ran before", strings.Join(members, ", "))
 	case Scheduled:
 		var charging []string
 		for _, c := range why.Charges {
@@ -376,7 +469,7 @@ func verdictLine(why Why) string {
 			}
 		}
 		if len(charging) == 0 {
-			return "scheduled; no quota charges it"
+			return "scheduled; no quota charges its placement"
 		}
 		return "scheduled; charged by " + quotasPhrase(charging)
 	}
@@ -393,6 +486,24 @@ func verdictLine(why Why) string {
 		verb = "refuse"
 	}
 	return fmt.Sprintf("not scheduled: %s %s it; %s", quotasPhrase(names), verb, outlook(why.Refusals))
+}
+
+// refusedLine says when Karmada reported the refusal, and when it last synced the binding's Works.
+func refusedLine(r WorksRefused) string {
+	s := "refused"
+	switch {
+	case r.Count > 1 && r.FirstSeen != "" && r.FirstSeen != r.LastSeen:
+		s += fmt.Sprintf(" %d times from %s to %s", r.Count, r.FirstSeen, r.LastSeen)
+	case r.Count > 1:
+		s += fmt.Sprintf(" %d times, last at %s", r.Count, r.LastSeen)
+	case r.LastSeen != "":
+		s += " at " + r.LastSeen
+	}
+	s += fmt.Sprintf(" (event %s, SyncWorkFailed)", r.Event)
+	if r.LastSynced != "" {
+		return s + "; last synced " + r.LastSynced
+	}
+	return s + "; no successful sync recorded"
 }
 
 // outlook says what it takes for a refused workload to fit, the hardest obstacle first.

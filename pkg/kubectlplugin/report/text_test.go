@@ -128,6 +128,39 @@ func TestWriteQuota(t *testing.T) {
 				"Bindings waiting on this quota:  <unknown: you may not list ResourceBindings in namespace team-c>",
 			),
 		},
+		"reservations: a binding's placement, a Work's excess on its member, the folded rest": {
+			quota: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status:    Status{State: Current, ObservedGeneration: 1},
+				Resources: []Resource{{Name: "pods", Used: "1", Reserved: "8", Hard: "10"}},
+				Reservations: []Reservation{
+					{Kind: "ResourceBinding", Name: "web-deployment", Generation: 3,
+						Reserved: map[string]string{"requests.cpu": "500m", "pods": "1"}, Expires: "2030-01-01T00:00:00Z"},
+					{Kind: "Work", Namespace: "karmada-es-member1", Name: "agent-5d8f", Cluster: "member1", Generation: 2,
+						Reserved: map[string]string{"requests.cpu": "600m", "pods": "3"}, Expires: "2030-01-01T00:00:00Z"},
+					{Kind: "Work", Namespace: "elsewhere", Name: "odd", Generation: 1,
+						Reserved: map[string]string{"pods": "1"}, Expires: "2030-01-01T00:00:00Z"},
+				},
+				FoldedReservations: &FoldedReservations{Count: 12, Reserved: map[string]string{"pods": "3"}, Expires: "2030-01-01T00:01:00Z"},
+			},
+			want: lines(
+				"Name:       team-a",
+				"Namespace:  team-a",
+				"Status:     status is current (Ready, observed generation 1)",
+				"Resource    Used  Reserved  Hard",
+				"--------    ----  --------  ----",
+				"pods        1     8         10",
+				"Usage per member cluster:  <none>",
+				"Bindings waiting on this quota:  <none>",
+				"Reservations (admitted, not yet observed):",
+				"  Held by                             Reserved                   Expires               For",
+				"  -------                             --------                   -------               ---",
+				"  ResourceBinding web-deployment      pods 1, requests.cpu 500m  2030-01-01T00:00:00Z  the binding's placement (generation 3)",
+				"  Work karmada-es-member1/agent-5d8f  pods 3, requests.cpu 600m  2030-01-01T00:00:00Z  what member cluster member1 runs beyond its binding's placement (Work generation 2)",
+				"  Work elsewhere/odd                  pods 1                     2030-01-01T00:00:00Z  what its member cluster runs beyond its binding's placement (Work generation 1)",
+				"  12 older, folded                    pods 3                     2030-01-01T00:01:00Z  writes admitted before the list reached its bound, charged until the last of them expires",
+			),
+		},
 		"terminal escapes in what the API returned are neutralised, as kubectl does": {
 			quota: Quota{
 				Namespace: "team-c", Name: "team-c",
@@ -199,6 +232,98 @@ func TestWriteRows(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
 				t.Errorf("WriteRows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriteWhyWorkRefused(t *testing.T) {
+	teamA := ready(utiltesting.MakeQuota("team-a", "team-a").Hard(list("cpu", "1", "memory", "2Gi", "count/daemonsets.apps", "5")).
+		Used(list("cpu", "700m", "memory", "1Gi", "count/daemonsets.apps", "1")), 1).Obj()
+	daemonSet := Workload{APIVersion: "apps/v1", Kind: "DaemonSet", Namespace: "team-a", Name: "agent"}
+	agent := utiltesting.MakeBinding("team-a", "agent-daemonset").Resource("apps/v1", "DaemonSet").
+		Cluster("member1", 0).Cluster("member2", 0).Scheduled(true, workv1alpha2.BindingReasonSuccess).Obj()
+	one := workRefusal("member1", "agent-5d8f", "team-a/agent-daemonset", member1Found)
+	two := workRefusal("member2", "agent-5d8f", "team-a/agent-daemonset", member2Found)
+	synced := event("agent-daemonset.1", corev1.EventTypeNormal, "SyncWorkSucceed",
+		"Sync work of ResourceBinding(team-a/agent-daemonset) successful.", 1, at(9, 0), at(9, 0))
+	header := []string{
+		"Workload:   DaemonSet team-a/agent",
+		"Binding:    agent-daemonset",
+		"Scheduled:  True (Success)",
+		"Asks for:   0 replicas, no requests, none placed",
+	}
+	charged := []string{
+		"",
+		"Quota team-a charges it:",
+		"  Resource               Total",
+		"  --------               -----",
+		"  count/daemonsets.apps  1",
+	}
+	block := func(l ...string) []string { return l }
+	join := func(parts ...[]string) string {
+		var all []string
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return lines(all...)
+	}
+
+	cases := map[string]struct {
+		events Events
+		want   string
+	}{
+		"refused on two members: each member's refusal, and what to do": {
+			events: Events{Items: []corev1.Event{
+				event("agent-daemonset.2", corev1.EventTypeWarning, "SyncWorkFailed", joined(one, two), 3, at(10, 0), at(10, 5)), synced}},
+			want: join(header, block(
+				"Verdict:    scheduled, but quota refuses what member clusters member1, member2 would run: Karmada cannot sync its Works there and retries; the members keep what they ran before",
+				"Works:      refused 3 times from 2025-06-01T10:00:00Z to 2025-06-01T10:05:00Z (event agent-daemonset.2, SyncWorkFailed); last synced 2025-06-01T09:00:00Z",
+				"",
+				"Quota team-a refuses what member cluster member1 would run:",
+				"  Work:     karmada-es-member1/agent-5d8f",
+				"  Message:  "+webhookMessage("member1", "agent-5d8f", "team-a/agent-daemonset", member1Found),
+				"  Fix:      raise quota team-a, or lower what the DaemonSet or its OverridePolicy asks on member1, or free quota: Karmada retries and the Work is admitted once it fits",
+				"",
+				"Quota team-a refuses what member cluster member2 would run:",
+				"  Work:     karmada-es-member2/agent-5d8f",
+				"  Message:  "+webhookMessage("member2", "agent-5d8f", "team-a/agent-daemonset", member2Found),
+				"  Fix:      raise quota team-a, or lower what the DaemonSet or its OverridePolicy asks on member2 (what it asks alone exceeds hard: waiting does not help)",
+			), charged),
+		},
+		"refused once, on one member, by a message it cannot split": {
+			events: Events{Items: []corev1.Event{
+				event("agent-daemonset.2", corev1.EventTypeWarning, "SyncWorkFailed", "a Work would have member cluster member1 use too much", 1, at(10, 0), at(10, 0))}},
+			want: join(header, block(
+				"Verdict:    scheduled, but quota refuses what member clusters would run: Karmada cannot sync its Works and retries; the members keep what they ran before",
+				"Works:      refused at 2025-06-01T10:00:00Z (event agent-daemonset.2, SyncWorkFailed); no successful sync recorded",
+				"",
+				"Quota refuses what member clusters would run:",
+				"  Message:  a Work would have member cluster member1 use too much",
+				"  Fix:      raise the quota, or lower what the DaemonSet or its OverridePolicy asks there, or free quota: Karmada retries and the Work is admitted once it fits",
+			), charged),
+		},
+		"synced since: scheduled": {
+			events: Events{Items: []corev1.Event{
+				event("agent-daemonset.2", corev1.EventTypeWarning, "SyncWorkFailed", one, 1, at(8, 0), at(8, 0)), synced}},
+			want: join(header, block("Verdict:    scheduled; charged by quota team-a"), charged),
+		},
+		"events not readable: scheduled, and says what it does not know": {
+			events: Events{Unknown: "you may not list events in namespace team-a"},
+			want: join(header, block(
+				"Verdict:    scheduled; charged by quota team-a",
+				"Works:      <unknown: you may not list events in namespace team-a, so whether quota refuses what a member cluster would run is not known>",
+			), charged),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteWhy(&b, Explain(daemonSet, agent, []quotav1alpha1.KarmadaQuota{*teamA}, tc.events)); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("WriteWhy (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -315,7 +440,7 @@ func TestWriteWhy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
-			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas)); err != nil {
+			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas, Events{})); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {

@@ -27,6 +27,51 @@ type Quota struct {
 	Waiting []Waiting `json:"waiting,omitempty"`
 	// WaitingUnknown says why Waiting could not be read (no right to list ResourceBindings); empty when it was.
 	WaitingUnknown string `json:"waitingUnknown,omitempty"`
+	// Reservations are the admissions the controller has not observed yet (status.reservations), which Reserved
+	// sums: ResourceBindings first, then Works, each by namespace, name and generation.
+	Reservations []Reservation `json:"reservations,omitempty"`
+	// FoldedReservations sums the older reservations folded out of the list once it reached its bound.
+	FoldedReservations *FoldedReservations `json:"foldedReservations,omitempty"`
+}
+
+// Reservation kinds: what made the admitted write a reservation charges for.
+const (
+	// ReservedByBinding: a write of a ResourceBinding of the quota's namespace, placing more replicas or bigger ones.
+	ReservedByBinding = "ResourceBinding"
+	// ReservedByWork: a write of a Work (work.karmada.io/v1alpha1) asking its member cluster to run more than its
+	// binding places there (an OverridePolicy raising requests on that member, a DaemonSet's pod per node, a
+	// CronJob's Jobs). A Work lives in its member's execution namespace, karmada-es-<cluster>, not in the quota's.
+	ReservedByWork = "Work"
+)
+
+// Reservation is one admission the controller has not observed yet: it counts against hard until it is, or until
+// it expires.
+type Reservation struct {
+	// Kind is ResourceBinding or Work (ReservedByBinding, ReservedByWork): status.reservations[].reservedBy.kind.
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	// Namespace is the Work's execution namespace (karmada-es-<cluster>); empty for a binding, which is in the
+	// quota's namespace.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Cluster is, for a Work, the member cluster it is sent to, read from its execution namespace: the reservation
+	// charges what that member runs beyond what the Work's binding places there.
+	Cluster string `json:"cluster,omitempty"`
+	// Generation is the generation of the admitted write; the reservation is settled once the controller observes
+	// its owner at this generation or later.
+	Generation int64 `json:"generation"`
+	// Reserved is the increase admitted, by limited resource.
+	Reserved map[string]string `json:"reserved"`
+	// Expires is when the reservation lapses if its write never happened (RFC 3339).
+	Expires string `json:"expires"`
+}
+
+// FoldedReservations are reservations folded out of status.reservations: how many, their sum, and when the last
+// of them expires (RFC 3339).
+type FoldedReservations struct {
+	Count    int64             `json:"count"`
+	Reserved map[string]string `json:"reserved"`
+	Expires  string            `json:"expires"`
 }
 
 // QuotaList is what `describe -o json` prints without a name.
@@ -178,6 +223,11 @@ const (
 	QuotaExceeded = "QuotaExceeded"
 	// Scheduled: it is placed; Charges say what each quota counts for it.
 	Scheduled = "Scheduled"
+	// WorkRefused: it is placed, but quota refuses the Work Karmada renders for at least one member cluster: that
+	// member would run more than the quota allows (an OverridePolicy raising requests there, a DaemonSet's pod per
+	// node, a CronJob's Jobs). Karmada reports it as a SyncWorkFailed event on the binding and retries; the member
+	// keeps what it ran before. WorksRefused says which members and why; Charges what each quota counts for it.
+	WorkRefused = "WorkRefused"
 )
 
 // Why is what `why` finds out about one workload.
@@ -185,7 +235,7 @@ type Why struct {
 	Workload Workload `json:"workload"`
 	// Binding is the name of the workload's ResourceBinding, if it has one.
 	Binding string `json:"binding,omitempty"`
-	// Verdict is NoBinding, NotScheduledYet, NotScheduled, QuotaExceeded or Scheduled.
+	// Verdict is NoBinding, NotScheduledYet, NotScheduled, QuotaExceeded, Scheduled or WorkRefused.
 	Verdict string `json:"verdict"`
 	// Condition is the binding's Scheduled condition, as the scheduler last wrote it.
 	Condition *Condition `json:"condition,omitempty"`
@@ -196,8 +246,47 @@ type Why struct {
 	// Refusals are the quotas that refuse to place all of its replicas now, recomputed from their status with
 	// the webhook's arithmetic. For QuotaExceeded only.
 	Refusals []Refusal `json:"refusals,omitempty"`
-	// Charges say, for each quota of the namespace, what it counts for the workload. For Scheduled only.
+	// Charges say, for each quota of the namespace, what it counts for the workload. For Scheduled and WorkRefused.
 	Charges []Charge `json:"charges,omitempty"`
+	// WorksRefused says which member clusters' Works quota refuses, read from the binding's events. For
+	// WorkRefused only.
+	WorksRefused *WorksRefused `json:"worksRefused,omitempty"`
+	// EventsUnknown, for a placed workload, says why the binding's events could not be read (no right to list
+	// events): whether quota refuses its Works is then unknown, and the verdict says Scheduled. Empty when they
+	// were read.
+	EventsUnknown string `json:"eventsUnknown,omitempty"`
+}
+
+// WorksRefused is Karmada's last report of quota refusing a binding's Works: the binding's newest Warning event
+// of reason SyncWorkFailed carrying the Work webhook's refusal, with no SyncWorkSucceed recorded since.
+type WorksRefused struct {
+	// Event is the event's name, in the binding's namespace (`kubectl get event NAME -o yaml` shows it whole).
+	Event string `json:"event"`
+	// Count is how many times Karmada recorded this message; FirstSeen and LastSeen when it first and last did
+	// (RFC 3339).
+	Count     int32  `json:"count,omitempty"`
+	FirstSeen string `json:"firstSeen,omitempty"`
+	LastSeen  string `json:"lastSeen,omitempty"`
+	// LastSynced is when Karmada last reported syncing all of the binding's Works (SyncWorkSucceed), before the
+	// refusal; empty when no such event is left.
+	LastSynced string `json:"lastSynced,omitempty"`
+	// Members are the refusals, one per member cluster, in the order Karmada joined them in the event.
+	Members []WorkRefusal `json:"members"`
+}
+
+// WorkRefusal is quota refusing the Work of one member cluster.
+type WorkRefusal struct {
+	// Cluster is the member cluster. Empty when the event's message could not be split per member: Message then
+	// holds it whole.
+	Cluster string `json:"cluster,omitempty"`
+	// Work is the refused Work, <execution namespace>/<name>.
+	Work string `json:"work,omitempty"`
+	// Quotas are the quotas the message names as refusing it.
+	Quotas []string `json:"quotas,omitempty"`
+	// Message is the Work webhook's refusal, as Karmada recorded it.
+	Message string `json:"message"`
+	// Fix says what lets Karmada write the Work.
+	Fix string `json:"fix"`
 }
 
 // Condition is a binding's Scheduled condition.

@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/karmada-io/karmada/pkg/util/names"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,6 +227,55 @@ var _ = Describe("Reservations", func() {
 			g.Expect(framework.Canonical(q.Status.Used)).To(Equal(framework.Canonical(list("cpu", "2", "count/deployments.apps", "1"))))
 			g.Expect(framework.Canonical(q.Status.Reserved)).To(Equal(framework.Canonical(list("cpu", "0", "count/deployments.apps", "0"))))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
+	})
+
+	It("of a Work asking more than its binding places are settled in the write that charges the Work", func() {
+		startController(controller.Options{}, 0)
+		ns := newNamespace()
+		execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName("member1")}}
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, execution))).To(Succeed())
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+		d, err := framework.CreateDeployment(ctx, k8s, ns, "web", "", "1")
+		Expect(err).NotTo(HaveOccurred())
+		rb := mustCreate(framework.BindingOf(d))
+		Expect(place(rb, cluster("member1", 2), cluster("member2", 2))).To(Succeed())
+
+		// What Karmada's binding controller renders for member1 under an OverridePolicy setting 2 CPU there.
+		manifest, err := json.Marshal(map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"namespace": ns, "name": "web"},
+			"spec": map[string]any{"replicas": 2, "template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{"name": "web", "image": "web",
+					"resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
+			}}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		work := &workv1alpha1.Work{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: execution.Name, Name: names.GenerateWorkName("Deployment", "web", ns),
+				Annotations: map[string]string{
+					workv1alpha2.ResourceBindingNamespaceAnnotationKey: ns,
+					workv1alpha2.ResourceBindingNameAnnotationKey:      rb.Name,
+				},
+			},
+			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest}}}}},
+		}
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, work))).To(Succeed()) })
+		Expect(k8s.Create(ctx, work)).To(Succeed())
+
+		// member1 runs 4 CPU where 2 are placed, member2 the 2 placed: 6 used, nothing left reserved.
+		Eventually(func(g Gomega) {
+			q := getQuota(ns, "team")
+			g.Expect(q.Status.Reservations).To(BeEmpty())
+			g.Expect(framework.Canonical(q.Status.Used)).To(Equal(framework.Canonical(list("cpu", "6"))))
+			g.Expect(clustersOf(q)).To(Equal(map[string]string{
+				"member1": framework.Canonical(list("cpu", "4")), "member2": framework.Canonical(list("cpu", "2")),
+			}))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+
+		// Gone, the Work is charged no more: its binding's placement is.
+		Expect(k8s.Delete(ctx, work)).To(Succeed())
+		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("4"))
 	})
 
 	It("of a write that failed after admission are held until they expire, then dropped", func() {

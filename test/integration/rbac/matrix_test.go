@@ -64,6 +64,21 @@ func deployments(verb string) access {
 	return access{verb: verb, group: "apps", resource: "deployments", namespace: teamNamespace}
 }
 
+// works asks about the Works of a member's execution namespace.
+func works(verb string) access {
+	return access{verb: verb, group: workGroup, resource: "works", namespace: "karmada-es-member1"}
+}
+func events(verb string) access {
+	return access{verb: verb, resource: "events", namespace: teamNamespace}
+}
+
+// memberNodes asks about nodes. The chart's ClusterRole karmada-quota-member-reader and its binding are resource
+// templates here, which Karmada propagates unchanged to every member: what they grant here, they grant the same
+// identities in each member, where the components read nodes through the cluster proxy.
+func memberNodes(verb string) access {
+	return access{verb: verb, resource: "nodes"}
+}
+
 // allowed marks, per question, which of webhook, controller, team and namespace admin may: W, C, T, A.
 type row struct {
 	access
@@ -90,6 +105,14 @@ var matrix = []row{
 	{webhookConfiguration("list", ""), ""}, {webhookConfiguration("delete", "karmada-quota"), ""},
 	// The controller's leader election Lease.
 	{leases("get"), "C"}, {leases("create"), "C"}, {leases("update"), "C"}, {leases("delete"), ""}, {leases("list"), ""},
+	// Works: the controller watches them all, for what each asks its member to run; nobody here writes them.
+	{works("list"), "C"}, {works("watch"), "C"}, {works("update"), ""}, {works("delete"), ""},
+	// Events: the controller reports on quotas and bindings, the webhook on override policies a refused Work was
+	// rendered with; a namespace admin manages its namespace's (the stock admin role).
+	{events("create"), "WCA"}, {events("patch"), "WCA"}, {events("delete"), "A"},
+	// Members' nodes: both components list them (a DaemonSet is charged one pod per node it fits), sampling or not;
+	// nothing more, and nobody else through karmada-quota.
+	{memberNodes("list"), "WC"}, {memberNodes("get"), ""}, {memberNodes("watch"), ""}, {memberNodes("update"), ""},
 }
 
 var _ = Describe("RBAC as rendered by the chart", func() {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
+	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
@@ -28,9 +29,10 @@ import (
 // BenchmarkGates measures what the Work and resource template gates add to one write through a real
 // kube-apiserver: the same sequential writes with the gate registered and with it taken out of the
 // configuration, in one run, so that the ratio holds across machines. Every write is one the gate decides in
-// full: a Work rewritten within what its binding was admitted for (a binding GET and the quotas from the
-// informer), and a template whose new requests grow its placed usage (a dry-run decision in the namespace's
-// admission queue). `make bench-gates` runs it.
+// full: a Work rewritten within what its binding places (a binding GET and the quotas from the informer, no
+// write), a Work asking more than its binding places every other write (an OverridePolicy raising requests: a
+// reservation written to the quota, settled by the controller running beside), and a template whose new requests grow its placed usage (a dry-run decision
+// in the namespace's admission queue). `make bench-gates` runs it.
 func BenchmarkGates(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	env, cfg, c, err := framework.Start()
@@ -43,7 +45,20 @@ func BenchmarkGates(b *testing.B) {
 		_ = env.Stop()
 		b.Fatal(err)
 	}
+	// The controller settles what the gates reserve, as in a real installation: a Work asking beyond its
+	// placement leaves a reservation until the controller observes it.
+	controllerRunning, err := framework.StartController(ctx, cfg, controller.Options{
+		ResyncPeriod: 5 * time.Minute, Workers: 4, SettleInterval: controller.DefaultSettleInterval,
+	}, 0)
+	if err != nil {
+		cancel()
+		_ = env.Stop()
+		b.Fatal(err)
+	}
 	b.Cleanup(func() {
+		if err := controllerRunning.Stop(); err != nil {
+			b.Error(err)
+		}
 		if err := framework.StopAll(env, webhooks, cancel); err != nil {
 			b.Error(err)
 		}
@@ -69,35 +84,47 @@ func BenchmarkGates(b *testing.B) {
 			workv1alpha2.ResourceBindingNameAnnotationKey:      rb.Name,
 		},
 	}}
-	manifest := func(i int) []byte {
+	manifest := func(i int, cpu string) []byte {
 		m := d.DeepCopy()
 		m.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 		m.ObjectMeta = metav1.ObjectMeta{Namespace: ns.Name, Name: d.Name, Annotations: map[string]string{"revision": fmt.Sprint(i)}}
 		m.Spec.Replicas = ptr.To[int32](4)
+		m.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
 		raw, err := json.Marshal(m)
 		must(b, err)
 		return raw
 	}
-	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest(0)}}}
+	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest(0, "2")}}}
 	must(b, c.Create(ctx, w))
 
-	writes := map[string]func(i int) error{
-		webhookconfig.WorkWebhook: func(i int) error {
-			w.Spec.Workload.Manifests[0].Raw = manifest(i)
+	writes := []struct {
+		name, gate string
+		write      func(i int) error
+	}{
+		{name: "work-within-placement", gate: webhookconfig.WorkWebhook, write: func(i int) error {
+			w.Spec.Workload.Manifests[0].Raw = manifest(i, "2")
 			return c.Update(ctx, w)
-		},
-		webhookconfig.TemplateWebhook: func(i int) error {
+		}},
+		// What an OverridePolicy raising requests on the member makes Karmada write, in a namespace with a quota:
+		// 2 CPU and 2.1 CPU in turn, where the binding places 2. Every other write asks more than its binding
+		// places and than the Work asked before, and is admitted with a reservation written to the quota, which the
+		// controller settles; the writes between go back within it.
+		{name: "work-beyond-placement", gate: webhookconfig.WorkWebhook, write: func(i int) error {
+			w.Spec.Workload.Manifests[0].Raw = manifest(i, fmt.Sprintf("%dm", 2000+100*(i%2)))
+			return c.Update(ctx, w)
+		}},
+		{name: "template", gate: webhookconfig.TemplateWebhook, write: func(i int) error {
 			// 2.1 and 2.2 CPU in turn: both grow past the binding's 2 CPU, so each write is decided in full.
 			d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(fmt.Sprintf("%dm", 2100+100*(i%2)))
 			return c.Update(ctx, d)
-		},
+		}},
 	}
-	for _, gate := range []string{webhookconfig.WorkWebhook, webhookconfig.TemplateWebhook} {
+	for _, bench := range writes {
 		for _, registered := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/registered=%t", gate, registered), func(b *testing.B) {
-				register(ctx, b, c, webhooks, gate, registered)
+			b.Run(fmt.Sprintf("%s/registered=%t", bench.name, registered), func(b *testing.B) {
+				register(ctx, b, c, webhooks, bench.gate, registered)
 				for i := 0; b.Loop(); i++ {
-					if err := writes[gate](i); err != nil {
+					if err := bench.write(i); err != nil {
 						b.Fatal(err)
 					}
 				}

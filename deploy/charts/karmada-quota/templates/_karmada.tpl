@@ -114,6 +114,65 @@ spec:
   policyName: karmada-quota-status-writers
   validationActions: [Deny]
 {{- end }}
+---
+# What karmada-quota reads in every member cluster. Both components read the members through Karmada's cluster
+# proxy as their own identity (which takes clusters/proxy get in the karmada-apiserver), and Karmada impersonates
+# that identity in the member: the member's own RBAC must grant it what it reads there. Installed whatever the
+# business roles: it is karmada-quota's own access, not theirs.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: karmada-quota-member-reader
+  labels:
+    {{- $labels | nindent 4 }}
+rules:
+  # Always: the quota charges a DaemonSet one pod per node it fits in each member, so the webhook (admission) and
+  # the controller (usage) list the members' nodes, whether member sampling is on or not.
+  - apiGroups: [""]
+    resources: [nodes]
+    verbs: [list]
+{{- if not (has (toString .Values.controller.memberSampling.interval) (list "0" "0s")) }}
+  # Only while member sampling is on (controller.memberSampling.interval): the controller lists the members' pods
+  # to show what they run next to what each quota charges there.
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [list]
+{{- end }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: karmada-quota-member-reader
+  labels:
+    {{- $labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: karmada-quota-member-reader
+subjects:
+{{- range $component := list "webhook" "controller" }}
+  - kind: ServiceAccount
+    name: {{ include "karmada-quota.karmadaServiceAccount" $component }}
+    namespace: {{ $ns }}
+{{- end }}
+---
+# Both to every member cluster, present and future: they are resource templates in the karmada-apiserver (where
+# they grant nothing karmada-quota uses), and Karmada keeps a copy in each member, the one that counts.
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata:
+  name: karmada-quota-member-reader
+  labels:
+    {{- $labels | nindent 4 }}
+spec:
+  resourceSelectors:
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRole
+      name: karmada-quota-member-reader
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRoleBinding
+      name: karmada-quota-member-reader
+  placement: {}
 {{- if .Values.businessRoles.enabled }}
 ---
 # Read access to quotas for everyone bound to view, edit or admin in a namespace. As for a ResourceQuota, nobody
@@ -131,53 +190,6 @@ rules:
   - apiGroups: [quota.karmada.io]
     resources: [karmadaquotas, karmadaquotas/status]
     verbs: [get, list, watch]
-{{- if not (has (toString .Values.controller.memberSampling.interval) (list "0" "0s")) }}
----
-# What the controller reads in every member, through Karmada's cluster proxy as its own identity (Karmada
-# impersonates it in the member): the pods, to show what the members run next to what each quota charges.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: karmada-quota-member-pods
-  labels:
-    {{- $labels | nindent 4 }}
-rules:
-  - apiGroups: [""]
-    resources: [pods]
-    verbs: [list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: karmada-quota-member-pods
-  labels:
-    {{- $labels | nindent 4 }}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: karmada-quota-member-pods
-subjects:
-  - kind: ServiceAccount
-    name: {{ include "karmada-quota.karmadaServiceAccount" "controller" }}
-    namespace: {{ $ns }}
----
-# Both to every member cluster, present and future.
-apiVersion: policy.karmada.io/v1alpha1
-kind: ClusterPropagationPolicy
-metadata:
-  name: karmada-quota-member-pods
-  labels:
-    {{- $labels | nindent 4 }}
-spec:
-  resourceSelectors:
-    - apiVersion: rbac.authorization.k8s.io/v1
-      kind: ClusterRole
-      name: karmada-quota-member-pods
-    - apiVersion: rbac.authorization.k8s.io/v1
-      kind: ClusterRoleBinding
-      name: karmada-quota-member-pods
-  placement: {}
-{{- end }}
 {{- if .Values.businessRoles.readResourceBindings }}
 ---
 # What `kubectl karmada quota describe` and `why` read to show which workloads wait for quota.

@@ -123,13 +123,13 @@ type KarmadaQuotaStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// Reservation charges one admitted binding write until the controller observes it.
+// Reservation charges one admitted write (a binding's, or a Work's) until the controller observes it.
 type Reservation struct {
-	// ReservedBy is the binding whose admission made the reservation.
+	// ReservedBy is the binding, or the Work, whose admission made the reservation.
 	ReservedBy ReservationOwner `json:"reservedBy"`
 
-	// Generation is the binding generation the admitted write produces (1 for a create). The reservation is
-	// settled once the controller observes the binding at this generation or later.
+	// Generation is the generation the admitted write produces (1 for a create). The reservation is settled once
+	// the controller observes its owner at this generation or later.
 	Generation int64 `json:"generation"`
 
 	// Reserved is the increase the admission allowed, for the resources this quota limits.
@@ -152,12 +152,17 @@ type FoldedReservations struct {
 	ExpirationTime metav1.Time `json:"expirationTime"`
 }
 
-// ReservationOwner identifies the binding a reservation belongs to.
+// ReservationOwner identifies the write a reservation belongs to: a ResourceBinding of the quota's namespace, or a
+// Work (what one member cluster is sent for such a binding) when the member runs more than the binding places.
 type ReservationOwner struct {
-	APIVersion string    `json:"apiVersion"`
-	Kind       string    `json:"kind"`
-	Name       string    `json:"name"`
-	UID        types.UID `json:"uid"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is the owner's namespace when it is not the quota's: a Work lives in its member cluster's
+	// execution namespace (karmada-es-<cluster>).
+	// +optional
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
 }
 
 // ClusterUsage is what the namespace uses in one member cluster.
