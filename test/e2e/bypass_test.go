@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	configv1alpha1 "github.com/karmada-io/karmada/pkg/apis/config/v1alpha1"
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -320,6 +321,27 @@ end`)},
 		},
 	}
 	Expect(client.IgnoreAlreadyExists(karmada.Create(ctx, ric))).To(Succeed())
+
+	// Karmada's scheduler places a kind only on the members whose Cluster reports it among its API enablements,
+	// which Karmada's cluster status controller refreshes on its own period; a Sleeper placed before then is refused
+	// with NoClusterFit ("did not have the API resource") and waits out the scheduler's back-off, which a CI run saw
+	// last past the spec's wait.
+	Eventually(func(g Gomega) {
+		for _, name := range memberNames() {
+			var cluster clusterv1alpha1.Cluster
+			g.Expect(karmada.Get(ctx, client.ObjectKey{Name: name}, &cluster)).To(Succeed())
+			found := false
+			for _, enablement := range cluster.Status.APIEnablements {
+				if enablement.GroupVersion != sleeperGVK.GroupVersion().String() {
+					continue
+				}
+				for _, r := range enablement.Resources {
+					found = found || r.Kind == sleeperGVK.Kind
+				}
+			}
+			g.Expect(found).To(BeTrue(), "cluster %s does not report %s yet", name, sleeperGVK)
+		}
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "every member reports the Sleeper API to Karmada")
 
 	// Karmada's detector reads a template with the customizations it has loaded when the template comes: a
 	// Sleeper created before karmada-controller-manager has this one is bound as running no replicas, and a CI
