@@ -463,6 +463,10 @@ func (v *WorkValidator) binding(ctx context.Context, work *workv1alpha1.Work, wo
 		// Rendered for an earlier binding of the same name: Karmada left it behind.
 		return none, nil
 	}
+	if cluster, err := names.GetClusterName(work.Namespace); err != nil || !quota.Targets(&rb, cluster) {
+		// For a cluster the binding left: nothing more is charged there.
+		return none, nil
+	}
 	return &rb, nil
 }
 

@@ -137,7 +137,7 @@ func Recount(l *Ledger, o Observation) Tally {
 			continue
 		}
 		for _, w := range worksOf[rb.Name] {
-			if !RenderedFrom(rb, w.BindingID) {
+			if !RenderedFrom(rb, w.BindingID) || !Targets(rb, w.Cluster) {
 				continue
 			}
 			if u.Works == nil {
@@ -190,6 +190,18 @@ func Recount(l *Ledger, o Observation) Tally {
 func RenderedFrom(rb *workv1alpha2.ResourceBinding, workBindingID string) bool {
 	id := rb.Labels[workv1alpha2.ResourceBindingPermanentIDLabel]
 	return workBindingID == "" || id == "" || workBindingID == id
+}
+
+// Targets reports whether rb still lists cluster among its targets. A Work of a cluster the binding left (its
+// replicas moved, the cluster unjoined) is on its way out with Karmada, and charging it would keep the move's
+// replicas charged twice, where the binding write that moved them was admitted as moving, not growing.
+func Targets(rb *workv1alpha2.ResourceBinding, cluster string) bool {
+	for _, tc := range rb.Spec.Clusters {
+		if tc.Name == cluster {
+			return true
+		}
+	}
+	return false
 }
 
 // Kinds of the writes a reservation can belong to.

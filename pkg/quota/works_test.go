@@ -574,3 +574,20 @@ func TestRecountWorksOfAnEarlierBinding(t *testing.T) {
 		})
 	}
 }
+
+// TestRecountWorksOfAClusterLeft leaves out the Work of a cluster the binding no longer lists (its replicas moved,
+// the cluster unjoined): Karmada is removing it, and the binding write that moved the replicas was admitted as a
+// move. It is still observed, so its own reservation settles.
+func TestRecountWorksOfAClusterLeft(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "100"))
+	web := utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1")).Cluster("member2", 4)
+	left := observedWork("web", "member1", 2, asked("member1", "", 2, 3000))
+	reserveFor(q, workOwner(left.Namespace, left.Name, left.UID), 2, list("cpu", "4"), now.Add(time.Minute))
+	got := Recount(newLedger(t, q.Obj()), Observation{Bindings: bindingsOf([]*utiltesting.BindingWrapper{web}), Works: []ObservedWork{left}, Now: now})
+	if got.Used[requestsCPU] != 4000 {
+		t.Errorf("used cpu %dm, want 4000m: member2's placement alone", got.Used[requestsCPU])
+	}
+	if len(got.Settled) != 1 {
+		t.Errorf("settled %v, want the Work's reservation", got.Settled)
+	}
+}
