@@ -30,6 +30,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
@@ -48,18 +49,13 @@ type WorkValidator struct {
 	classes     *classifier
 	interpreter *interpreter.Interpreter
 	// nodes lists a member's nodes, for the workloads that run a pod per node.
-	nodes NodeLister
+	nodes interpreter.NodeLister
 	// exempt are the kinds whose pods karmada-quota cannot know that the admin lets through uncharged.
 	exempt sets.Set[schema.GroupKind]
 	// recorder reports a refusal on the override policies Karmada rendered the Work with; nil reports none.
 	recorder record.EventRecorder
 	// templates reads a binding's resource template's metadata from the apiserver.
 	templates client.Reader
-}
-
-// NodeLister reads a member cluster's nodes (members.Nodes).
-type NodeLister interface {
-	Of(ctx context.Context, cluster string) ([]corev1.Node, error)
 }
 
 var _ admission.Validator[*workv1alpha1.Work] = &WorkValidator{}
@@ -202,20 +198,29 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 		Namespace: work.Namespace, Name: work.Name, UID: work.UID,
 	}
 	key := quota.Key{UID: work.UID, Generation: admittedWorkGeneration(op, work)}
-	var found []string
+	var growing []*quota.Ledger
+	var demands []quota.Demand
 	for _, l := range ledgers {
 		if d := l.Demand(key, owner, newUsage, &oldUsage); len(d.Increase) > 0 || len(d.Missing) > 0 {
-			found = append(found, quota.OverrunMessage(l.Name, l.Overruns(newUsage.Charge(l.Selector).Clusters[cluster], nil, oldUsage.Charge(l.Selector).Clusters[cluster]), l.AuthorNames(d.Missing)))
+			growing, demands = append(growing, l), append(demands, d)
 		}
 	}
-	if len(found) == 0 {
+	if len(growing) == 0 {
 		// No more than its binding places, or than it asked before: nothing to decide, nothing to write.
 		return nil
+	}
+	// What the Work asks beyond what it may: the refusal when nothing may be reserved for it.
+	beyond := func() string {
+		found := make([]string, len(growing))
+		for i, l := range growing {
+			found[i] = quota.OverrunMessage(l.Name, l.Overruns(newUsage.Charge(l.Selector).Clusters[cluster], nil, oldUsage.Charge(l.Selector).Clusters[cluster]), l.AuthorNames(demands[i].Missing))
+		}
+		return strings.Join(found, "; ")
 	}
 	if rb.Name == "" {
 		// No binding was admitted anything for this Work, and the controller charges Works only through their
 		// binding: whatever it asks of a limited resource is refused, never reserved.
-		return workRefused(work, cluster, rb, strings.Join(found, "; "))
+		return workRefused(work, cluster, rb, beyond())
 	}
 	if ahead, err := v.templateAhead(ctx, rb); err != nil {
 		return err
@@ -226,7 +231,7 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 		// binding was admitted for; until the binding catches up, the member keeps what it runs.
 		return workRefused(work, cluster, rb, fmt.Sprintf("%s; and the binding has not been admitted for the requests of the current %s %s/%s "+
 			"(its update is pending, or a quota refused it), so nothing beyond its placement is",
-			strings.Join(found, "; "), rb.Spec.Resource.Kind, rb.Spec.Resource.Namespace, rb.Spec.Resource.Name))
+			beyond(), rb.Spec.Resource.Kind, rb.Spec.Resource.Namespace, rb.Spec.Resource.Name))
 	}
 	dryRun := false
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil {
@@ -307,18 +312,12 @@ func sameRequests(w interpreter.Workload, rb *workv1alpha2.ResourceBinding) bool
 	return true
 }
 
-// quantitiesEqual compares two resource lists by value (2 and 2000m are the same CPU).
+// quantitiesEqual compares two resource lists by value, in the accounting's units (2 and 2000m are the same CPU);
+// a list the accounting cannot read is no match.
 func quantitiesEqual(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		other, ok := b[name]
-		if !ok || q.Cmp(other) != 0 {
-			return false
-		}
-	}
-	return true
+	parsedA, errA := resources.Parse(a)
+	parsedB, errB := resources.Parse(b)
+	return errA == nil && errB == nil && parsedA.Equal(parsedB)
 }
 
 // reportOnPolicies records a Work's refusal on the override policies Karmada rendered it with: an OverridePolicy
@@ -331,7 +330,7 @@ func (v *WorkValidator) reportOnPolicies(work *workv1alpha1.Work, namespace stri
 	}
 	for _, p := range appliedPolicies(work) {
 		var obj runtime.Object
-		if p.kind == kindClusterOverridePolicy {
+		if p.kind == policyv1alpha1.ResourceKindClusterOverridePolicy {
 			obj = &policyv1alpha1.ClusterOverridePolicy{ObjectMeta: metav1.ObjectMeta{Name: p.name}}
 		} else {
 			obj = &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: p.name}}
@@ -345,17 +344,11 @@ func (v *WorkValidator) reportOnPolicies(work *workv1alpha1.Work, namespace stri
 func (v *WorkValidator) asks(ctx context.Context, rb *workv1alpha2.ResourceBinding, cluster string, work *workv1alpha1.Work, workloads []manifest) ([]usage.Placed, error) {
 	var out []usage.Placed
 	for _, w := range workloads {
-		workload := w.Workload
-		if workload.PerNode != nil {
-			nodes, err := v.nodes.Of(ctx, cluster)
-			if err != nil {
-				return nil, apierrors.NewInternalError(fmt.Errorf("%s %s/%s runs a pod per node, and the nodes of member cluster %s could not be read, so the write is refused (fail closed): %w",
-					w.ref.Kind, w.ref.Namespace, w.ref.Name, cluster, err))
-			}
-			workload = workload.OnNodes(nodes)
-		}
-		sets, err := workload.OnMember(rb, cluster)
+		sets, err := w.OnMember(ctx, rb, cluster, v.nodes)
 		if err != nil {
+			if w.PerNode != nil {
+				return nil, apierrors.NewInternalError(fmt.Errorf("%w, so the write is refused (fail closed)", err))
+			}
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("Work %s/%s asks member cluster %s for what no quota can count: %v", work.Namespace, work.Name, cluster, err))
 		}
 		out = append(out, sets...)
@@ -497,19 +490,14 @@ func renderedWith(work *workv1alpha1.Work) string {
 	return fmt.Sprintf(" (Karmada rendered it for %s with %s)", work.Namespace, strings.Join(policies, ", "))
 }
 
-const (
-	kindOverridePolicy        = "OverridePolicy"
-	kindClusterOverridePolicy = "ClusterOverridePolicy"
-)
-
 type appliedPolicy struct{ kind, name string }
 
 // appliedPolicies are the override policies Karmada applied to a Work, as it records them on the Work.
 func appliedPolicies(work *workv1alpha1.Work) []appliedPolicy {
 	var out []appliedPolicy
 	for _, applied := range []struct{ annotation, kind string }{
-		{karmadautil.AppliedOverrides, kindOverridePolicy},
-		{karmadautil.AppliedClusterOverrides, kindClusterOverridePolicy},
+		{karmadautil.AppliedOverrides, policyv1alpha1.ResourceKindOverridePolicy},
+		{karmadautil.AppliedClusterOverrides, policyv1alpha1.ResourceKindClusterOverridePolicy},
 	} {
 		// Karmada's overridemanager.OverridePolicyShadow, of which only the name is read here: importing it would
 		// link Karmada's override machinery (JSON patch and pointer libraries) into the webhook for one field.

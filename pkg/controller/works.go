@@ -8,7 +8,6 @@ import (
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/karmada-io/karmada/pkg/util/names"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,21 +48,16 @@ type askedWorkload struct {
 	interpreter.Workload
 }
 
-// NodeLister reads a member cluster's nodes (members.Nodes).
-type NodeLister interface {
-	Of(ctx context.Context, cluster string) ([]corev1.Node, error)
-}
-
 // workView keeps what the Works of every namespace's bindings ask their members to run.
 type workView struct {
 	informer    toolscache.SharedIndexInformer
 	interpreter *interpreter.Interpreter
-	nodes       NodeLister
+	nodes       interpreter.NodeLister
 }
 
 // newWorkView returns a view of the Works listed and watched with c; changed is told each binding namespace whose
 // Works changed what they ask, deleted each Work UID that is gone. It reads nothing until Start.
-func newWorkView(c client.WithWatch, workloads *interpreter.Interpreter, nodes NodeLister, changed func(namespace string), deleted func(types.UID)) (*workView, error) {
+func newWorkView(c client.WithWatch, workloads *interpreter.Interpreter, nodes interpreter.NodeLister, changed func(namespace string), deleted func(types.UID)) (*workView, error) {
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &workv1alpha1.WorkList{}
@@ -250,16 +244,12 @@ func (v *workView) observe(ctx context.Context, namespace string, bindings []wor
 				// Not the binding's workload: the webhook admitted it nothing of the binding's.
 				continue
 			}
-			workload := asked.Workload
-			if workload.PerNode != nil {
-				nodes, err := v.nodes.Of(ctx, w.Cluster)
-				if err != nil {
-					return nil, fmt.Errorf("counting the pods %s %s/%s runs on each node of member cluster %s: %w", asked.Ref.Kind, asked.Ref.Namespace, asked.Ref.Name, w.Cluster, err)
-				}
-				workload = workload.OnNodes(nodes)
-			}
-			sets, err := workload.OnMember(rb, w.Cluster)
+			sets, err := asked.OnMember(ctx, rb, w.Cluster, v.nodes)
 			if err != nil {
+				if asked.PerNode != nil {
+					// Counting it as nothing would charge less than the member runs: the recount waits for the nodes.
+					return nil, err
+				}
 				// The webhook refuses a Work no quota can count; one stored before is counted as asking nothing.
 				klog.FromContext(ctx).V(2).Info("Work workload counted as asking nothing beyond its binding", "work", klog.KObj(w), "err", err)
 				continue

@@ -1,7 +1,11 @@
 package interpreter
 
 import (
+	"context"
+	"fmt"
+
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
@@ -52,10 +56,23 @@ func (w Workload) Bound(rb *workv1alpha2.ResourceBinding, clusters []workv1alpha
 	return out
 }
 
+// NodeLister reads a member cluster's nodes (members.Nodes), for the workloads that run a pod per node.
+type NodeLister interface {
+	Of(ctx context.Context, cluster string) ([]corev1.Node, error)
+}
+
 // OnMember is what w, one workload of a Work for rb, makes member cluster run, as usage sets: w's replicas (a
-// per-node workload counted on the member's nodes first, OnNodes) at its requirements, at rb's priority class
-// where w names none.
-func (w Workload) OnMember(rb *workv1alpha2.ResourceBinding, cluster string) ([]usage.Placed, error) {
+// per-node workload counted on the member's nodes as nodes lists them now) at its requirements, at rb's priority
+// class where w names none. The Work webhook and the controller's count read a Work through it alike.
+func (w Workload) OnMember(ctx context.Context, rb *workv1alpha2.ResourceBinding, cluster string, nodes NodeLister) ([]usage.Placed, error) {
+	if w.PerNode != nil {
+		list, err := nodes.Of(ctx, cluster)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s/%s runs a pod per node, and the nodes of member cluster %s could not be read: %w",
+				rb.Spec.Resource.Kind, rb.Spec.Resource.Namespace, rb.Spec.Resource.Name, cluster, err)
+		}
+		w = w.OnNodes(list)
+	}
 	u, err := usage.Of(w.Bound(rb, []workv1alpha2.TargetCluster{{Name: cluster, Replicas: w.Replicas}}))
 	return u.Placed, err
 }

@@ -1,11 +1,16 @@
 package interpreter
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
@@ -86,7 +91,7 @@ func TestBound(t *testing.T) {
 			{Name: "jobmanager", Replicas: 1, ReplicaRequirements: &workv1alpha2.ComponentReplicaRequirements{ResourceRequest: list("cpu", "1")}},
 			{Name: "taskmanager", Replicas: 2, ReplicaRequirements: &workv1alpha2.ComponentReplicaRequirements{ResourceRequest: list("cpu", "3")}},
 		}}
-		sets, err := w.OnMember(multi, "member1")
+		sets, err := w.OnMember(context.Background(), multi, "member1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,4 +112,33 @@ func TestBound(t *testing.T) {
 			}
 		}
 	})
+}
+
+// nodeList is a member's nodes, or the error reading them.
+type nodeList struct {
+	nodes []corev1.Node
+	err   error
+}
+
+func (n nodeList) Of(context.Context, string) ([]corev1.Node, error) { return n.nodes, n.err }
+
+func TestOnMemberCountsPerNodeWorkloadsOnTheMembersNodes(t *testing.T) {
+	ds := utiltesting.MakeBinding("ns", "agent").Obj()
+	ds.Spec.Resource.Kind = "DaemonSet"
+	w := Workload{PerNode: &NodeFit{NodeSelector: map[string]string{"gpu": "yes"}},
+		Requirements: &workv1alpha2.ReplicaRequirements{ResourceRequest: utiltesting.List("cpu", "3")}}
+	node := func(name, gpu string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"gpu": gpu}}}
+	}
+	sets, err := w.OnMember(context.Background(), ds, "member1", nodeList{nodes: []corev1.Node{node("a", "yes"), node("b", "no"), node("c", "yes")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) != 1 || sets[0].Replicas != 2 || sets[0].PerReplica["requests.cpu"] != 3000 || sets[0].Cluster != "member1" {
+		t.Errorf("sets %+v, want 2 pods at 3 CPU on member1: the nodes the template fits", sets)
+	}
+	if _, err := w.OnMember(context.Background(), ds, "member1", nodeList{err: errors.New("member1 unreachable")}); err == nil ||
+		!strings.Contains(err.Error(), "the nodes of member cluster member1 could not be read") {
+		t.Errorf("err = %v, want the nodes' read failure, never a count of none", err)
+	}
 }
