@@ -78,14 +78,28 @@ func (p *Process) Alive() bool {
 		return false
 	}
 	if p.exited != nil {
+		// Our own child: it is gone once reaped, and the kernel reaps a process only after its last thread has
+		// exited and closed its files. A zombie group leader is not enough: the leader of a multi-threaded program
+		// (etcd, an apiserver) turns zombie while its other threads still tear down its memory and hold its
+		// listening sockets, and a restart on the same ports in that moment fails with "address already in use".
 		select {
 		case <-p.exited:
 			return false
 		default:
+			return true
 		}
 	}
 	state, started, err := procStat(p.PID)
-	return err == nil && state != 'Z' && started == p.StartTime
+	if err != nil || started != p.StartTime {
+		return false
+	}
+	return state != 'Z' || !lastThread(p.PID)
+}
+
+// lastThread reports whether pid's thread group has no thread left but its leader, so its files are closed.
+func lastThread(pid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	return err != nil || len(tasks) <= 1
 }
 
 // procStat reads a process's state and start time (in clock ticks since boot) from /proc/<pid>/stat.
