@@ -144,8 +144,29 @@ func (s *setup) karmadaWebhookConfigurations(ctx context.Context, c client.Clien
 // test sees Karmada converge once a fault is healed; docs/faults.md gives the figures with the default.
 const rateLimiterMaxDelay = "--rate-limiter-max-delay=10s"
 
+// Taint-based cluster failover (Karmada v1.18): the Failover feature gate (beta, off by default) registers the
+// NoExecute taint manager and the ClusterTaintPolicy controller; --enable-no-execute-taint-eviction lets the taint
+// manager act. A binding on a Cluster tainted NoExecute that its policy does not tolerate then leaves that cluster
+// for a graceful eviction task (spec.gracefulEvictionTasks, purge mode Gracefully unless the policy's
+// spec.failover.cluster says Directly): the scheduler places its replicas elsewhere, and the graceful eviction
+// controller (feature gate GracefulEviction, on by default) removes the task, and with it the replicas left on the
+// tainted cluster, once the new placement is healthy, after --graceful-eviction-timeout (10m, the default, kept),
+// or when an admin sets the task's suppressDeletion to false.
+//
+// It changes nothing else: in v1.18 Karmada's cluster controller taints a not-ready or unreachable Cluster with
+// NoSchedule only (it keeps its placements); a NoExecute taint comes from an admin or a ClusterTaintPolicy, and
+// this environment has none. So a member restarted by a fault test keeps its bindings, as with failover off.
+const (
+	failoverFeatureGate    = "--feature-gates=Failover=true"
+	noExecuteTaintEviction = "--enable-no-execute-taint-eviction=true"
+)
+
 // karmadaControllers starts karmada-controller-manager and karmada-scheduler as Karmada deploys them, without the
 // scheduler estimator (it needs an estimator per member; the scheduler falls back to the clusters' summaries).
+//
+// karmada-controller-manager runs with taint-based cluster failover on, as a production Karmada with failover does
+// (failoverFeatureGate, noExecuteTaintEviction), so that the replicas Karmada keeps running through a graceful
+// eviction can be tested.
 func (s *setup) karmadaControllers(ctx context.Context) error {
 	kubeconfig := s.env.Karmada.Kubeconfig
 	ports, err := loopback.FreePorts(4)
@@ -157,6 +178,7 @@ func (s *setup) karmadaControllers(ctx context.Context) error {
 		"--kubeconfig", kubeconfig,
 		"--cluster-status-update-frequency", "10s",
 		rateLimiterMaxDelay,
+		failoverFeatureGate, noExecuteTaintEviction,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 	); err != nil {

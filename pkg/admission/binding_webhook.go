@@ -24,6 +24,8 @@ type BindingValidator struct {
 	quotas   *QuotaReader
 	// classes fills in the priority class bindings lack (priority_class.go); nil takes bindings as they are.
 	classes *classifier
+	// holdings reads what bindings' objects hold on members (held.go); nil counts none.
+	holdings *holdings
 }
 
 var _ admission.Validator[*workv1alpha2.ResourceBinding] = &BindingValidator{}
@@ -57,8 +59,8 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 	// The namespace's quotas are read once, when first needed: to tell the class of replicas placed without one,
 	// or to decide a write that grows.
 	var quotas *Quotas
+	var err error
 	if v.classes.needed(rb) {
-		var err error
 		if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
 			return quotasNotListed(rb.Namespace, err)
 		}
@@ -66,13 +68,26 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 			return err
 		}
 	}
-	newUsage, err := usage.Of(rb)
+	var held, wasHeld usage.Held
+	if v.holdings != nil && v.holdings.reader.Knows(rb.Spec.Resource) {
+		if quotas == nil {
+			if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
+				return quotasNotListed(rb.Namespace, err)
+			}
+		}
+		if v.holdings.needed(quotas, rb) {
+			if held, wasHeld, err = v.holdings.of(ctx, rb, old); err != nil {
+				return err
+			}
+		}
+	}
+	newUsage, err := usage.With(rb, held)
 	if err != nil {
 		return invalidBinding(rb, err)
 	}
 	var oldUsage *usage.Usage
 	if old != nil {
-		u, err := usage.Of(old)
+		u, err := usage.With(old, wasHeld)
 		if err != nil {
 			// The stored binding is one no quota could have counted; charge the new one in full rather than refuse
 			// the write that may be repairing it.

@@ -26,7 +26,8 @@ import (
 
 // TemplateValidator refuses, where the user acts, a change to a propagated resource template that would raise
 // what its placed replicas use past a quota: new per-replica requests (containers, init containers, overhead, the
-// components of a CRD, read by Karmada's resource interpreter) times the replicas the binding places now. The user
+// components of a CRD, read by Karmada's resource interpreter) times the replicas the binding places now, and what
+// the object holds on each member it is on (a claim grown, more claim templates, a Service turned LoadBalancer). The user
 // sees the refusal at `kubectl apply`, as Kubernetes refuses a pod past a ResourceQuota, instead of as an event
 // on a template whose new version never reaches the members.
 //
@@ -39,6 +40,7 @@ type TemplateValidator struct {
 	quotas      *QuotaReader
 	bindings    client.Reader
 	classes     *classifier
+	holdings    *holdings
 	interpreter *interpreter.Interpreter
 	decoder     admission.Decoder
 }
@@ -55,7 +57,14 @@ func (v *TemplateValidator) Handle(ctx context.Context, req admission.Request) a
 	if err := v.decoder.DecodeRaw(req.Object, obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	err := v.decide(ctx, obj)
+	var was *unstructured.Unstructured
+	if len(req.OldObject.Raw) > 0 {
+		was = &unstructured.Unstructured{}
+		if err := v.decoder.DecodeRaw(req.OldObject, was); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+	}
+	err := v.decide(ctx, obj, was)
 	observe(metrics.KindResourceTemplate, req.Operation, start, err)
 	if err == nil {
 		return admission.Allowed("")
@@ -68,7 +77,8 @@ func (v *TemplateValidator) Handle(ctx context.Context, req admission.Request) a
 	return admission.Errored(http.StatusInternalServerError, err)
 }
 
-func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstructured) error {
+// decide decides the update of the template was (nil when the request carries none) into obj.
+func (v *TemplateValidator) decide(ctx context.Context, obj, was *unstructured.Unstructured) error {
 	// One read of the namespace's quotas serves the question whether any governs it and the binding's class; the
 	// decision is the Admitter's, on its own read.
 	quotas, err := v.quotas.Read(ctx, obj.GetNamespace())
@@ -98,11 +108,21 @@ func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstru
 		}
 		return nil
 	}
-	newUsage, err := usage.Of(would)
+	// What the template held, read from the stored version itself; remembered for the binding write the detector
+	// makes next, whose old binding names that version (holdings.of).
+	var wasHeld usage.Held
+	if was != nil {
+		if wasHeld, err = interpreter.HeldBy(was); err != nil {
+			wasHeld = usage.Held{}
+		} else if v.holdings != nil && rb.Spec.Resource.ResourceVersion == was.GetResourceVersion() {
+			v.holdings.reader.Remember(rb.Spec.Resource, wasHeld)
+		}
+	}
+	newUsage, err := usage.With(would, w.Held)
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s %s/%s asks for what no quota can count: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err))
 	}
-	oldUsage, err := usage.Of(current)
+	oldUsage, err := usage.With(current, wasHeld)
 	if err != nil {
 		return nil
 	}
@@ -124,6 +144,6 @@ func (v *TemplateValidator) decide(ctx context.Context, obj *unstructured.Unstru
 	if apierrors.ReasonForError(err) != ReasonQuotaExceeded {
 		return nil
 	}
-	return forbidden(ReasonQuotaExceeded, fmt.Sprintf("this change to %s %s/%s would have the replicas ResourceBinding %s places use more than quota allows: %s",
+	return forbidden(ReasonQuotaExceeded, fmt.Sprintf("this change to %s %s/%s would have what ResourceBinding %s places use more than quota allows: %s",
 		obj.GetKind(), obj.GetNamespace(), obj.GetName(), rb.Name, err.Error()))
 }

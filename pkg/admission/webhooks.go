@@ -90,7 +90,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.ReservationTTL, opts.DecisionTimeout, opts.MaxReservations)
 	server := mgr.GetWebhookServer()
 	classes := &classifier{resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
-	server.Register(webhookconfig.ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, quotas: quotas, classes: classes}))
+	holdings := &holdings{reader: interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize)}
+	server.Register(webhookconfig.ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, quotas: quotas, classes: classes, holdings: holdings}))
 	server.Register(webhookconfig.KarmadaQuotaPath, quotaWebhook(mgr.GetScheme()))
 
 	workloads, err := interpreter.New(mgr.GetConfig())
@@ -120,10 +121,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		ctrl.Log.Info("Kinds whose pods karmada-quota cannot know run uncharged", "exemptKinds", opts.ExemptKinds)
 	}
 	server.Register(webhookconfig.WorkPath, admission.WithValidator[*workv1alpha1.Work](mgr.GetScheme(),
-		&WorkValidator{admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads, nodes: nodes, exempt: exempt,
+		&WorkValidator{admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, holdings: holdings, interpreter: workloads, nodes: nodes, exempt: exempt,
 			recorder: mgr.GetEventRecorderFor("karmada-quota-webhook"), templates: mgr.GetAPIReader()}))
 	server.Register(webhookconfig.ResourceTemplatePath, &admission.Webhook{Handler: &TemplateValidator{
-		admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, interpreter: workloads,
+		admitter: admitter, quotas: quotas, bindings: mgr.GetAPIReader(), classes: classes, holdings: holdings, interpreter: workloads,
 		decoder: admission.NewDecoder(mgr.GetScheme()),
 	}})
 	return nil

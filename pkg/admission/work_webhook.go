@@ -47,6 +47,7 @@ type WorkValidator struct {
 	quotas      *QuotaReader
 	bindings    client.Reader
 	classes     *classifier
+	holdings    *holdings
 	interpreter *interpreter.Interpreter
 	// nodes lists a member's nodes, for the workloads that run a pod per node.
 	nodes interpreter.NodeLister
@@ -85,10 +86,12 @@ func (v *WorkValidator) validate(ctx context.Context, op admissionv1.Operation, 
 	return err
 }
 
-// workloadsOf are the manifests of a Work that run replicas, by namespace.
+// workloadsOf are the manifests of a Work that run replicas or hold something on the member (a claim, a load
+// balancer), by namespace.
 type workloadsOf map[string][]manifest
 
-// manifest is one workload a Work carries: what it is, and what it asks of its replicas.
+// manifest is one workload a Work carries: what it is, what it asks of its replicas, and what it holds on the
+// member besides (Workload.Held: a claim grown by an override is charged as requests raised by one are).
 type manifest struct {
 	ref workv1alpha2.ObjectReference
 	interpreter.Workload
@@ -120,7 +123,9 @@ func (v *WorkValidator) decide(ctx context.Context, op admissionv1.Operation, wo
 	return nil
 }
 
-// workloads reads the Work's manifests with Karmada's interpreter, the way its binding controller wrote them.
+// workloads reads the Work's manifests with Karmada's interpreter, the way its binding controller wrote them, and
+// what each holds on the member. A manifest that runs no pods but holds something (a PersistentVolumeClaim, a
+// LoadBalancer Service) is kept as a workload of no replicas.
 func (v *WorkValidator) workloads(ctx context.Context, work *workv1alpha1.Work) (workloadsOf, error) {
 	out := workloadsOf{}
 	for i, m := range work.Spec.Workload.Manifests {
@@ -161,7 +166,14 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 	if err != nil {
 		return err
 	}
-	placedUsage, err := usage.Of(rb)
+	var held usage.Held
+	if v.holdings.needed(quotas, rb) {
+		// The binding's placement holds what its template holds on this member: a Work asking as much is within it.
+		if held, _, err = v.holdings.of(ctx, rb, nil); err != nil {
+			return err
+		}
+	}
+	placedUsage, err := usage.With(rb, held)
 	if err != nil {
 		return invalidBinding(rb, err)
 	}
@@ -186,8 +198,9 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 	}
 
 	// The binding's placement on this member, with the Work it had (none for a create) and with this one: the
-	// difference is what the write adds to the member's charge.
-	placed := onCluster(placedUsage.Placed, cluster)
+	// difference is what the write adds to the member's charge. On a member the binding is being evicted from, what
+	// it keeps there is its placement until the eviction ends.
+	placed := onCluster(append(placedUsage.Placed, placedUsage.Evicting...), cluster)
 	newUsage := usage.Usage{Placed: placed, Works: map[string][]usage.Placed{cluster: asks}}
 	oldUsage := usage.Usage{Placed: placed}
 	if was != nil {

@@ -7,11 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
@@ -24,7 +26,10 @@ func withEverythingElse(rb *workv1alpha2.ResourceBinding) *workv1alpha2.Resource
 	rb.Finalizers = []string{"karmada.io/binding-controller"}
 	rb.Spec.Placement = &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2"}}}
 	rb.Spec.GracefulEvictionTasks = []workv1alpha2.GracefulEvictionTask{{FromCluster: "member3", Replicas: ptr.To[int32](1), Reason: "TaintUntolerated"}}
-	rb.Spec.RequiredBy = []workv1alpha2.BindingSnapshot{{Namespace: rb.Namespace, Name: "parent"}}
+	rb.Spec.RequiredBy = []workv1alpha2.BindingSnapshot{
+		{Namespace: rb.Namespace, Name: "parent", Clusters: []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member4"}}},
+		{Namespace: rb.Namespace, Name: "sibling", Clusters: []workv1alpha2.TargetCluster{{Name: "member4"}}},
+	}
 	rb.Spec.SchedulerName = "default-scheduler"
 	rb.Status.SchedulerObservedGeneration = rb.Generation
 	rb.Status.AggregatedStatus = []workv1alpha2.AggregatedStatusItem{{ClusterName: "member1", Applied: true,
@@ -56,8 +61,10 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 			}
 			trimmed := obj.(*workv1alpha2.ResourceBinding)
 
-			want, wantErr := usage.Of(full)
-			got, gotErr := usage.Of(trimmed)
+			// Held on each member the object is on: the clusters of its dependents count when it has none of its own.
+			held := usage.Held{PerCluster: resources.List{corev1.ResourcePersistentVolumeClaims: 1}}
+			want, wantErr := usage.With(full, held)
+			got, gotErr := usage.With(trimmed, held)
 			if diff := cmp.Diff(want, got); diff != "" || (wantErr == nil) != (gotErr == nil) {
 				t.Errorf("usage of the trimmed binding differs (-full +trimmed):\n%s\nerrors: %v, %v", diff, wantErr, gotErr)
 			}
@@ -73,7 +80,8 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 			}
 
 			if trimmed.ManagedFields != nil || trimmed.Annotations != nil || trimmed.Finalizers != nil ||
-				trimmed.Spec.Placement != nil || trimmed.Spec.GracefulEvictionTasks != nil || trimmed.Spec.RequiredBy != nil ||
+				trimmed.Spec.Placement != nil || trimmed.Spec.GracefulEvictionTasks[0].Reason != "" ||
+				(trimmed.Spec.RequiredBy != nil && (len(trimmed.Spec.Clusters) > 0 || len(trimmed.Spec.RequiredBy) != 1 || trimmed.Spec.RequiredBy[0].Name != "")) ||
 				trimmed.Spec.SchedulerName != "" || trimmed.Status.AggregatedStatus != nil || trimmed.Status.SchedulerObservedGeneration != 0 {
 				t.Errorf("the trimmed binding still holds what the controller never reads: %+v", trimmed)
 			}

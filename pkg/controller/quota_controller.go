@@ -25,6 +25,8 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/templates"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
 
@@ -66,6 +68,10 @@ type QuotaReconciler struct {
 	members *memberView
 	// works holds what the bindings' Works ask their members to run; nil counts bindings alone (tests).
 	works *workView
+	// holdings reads what bindings' objects hold on members (held.go); nil counts none.
+	holdings *templates.Reader[usage.Held]
+	// evictionTimeout is when an eviction naming no grace period ends (Options.EvictionTimeout).
+	evictionTimeout time.Duration
 }
 
 // conflictRetries is how often one reconcile recounts and writes again after losing the compare-and-swap to the
@@ -121,9 +127,15 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		}
 	}
 
+	held, err := r.holdingsOf(ctx, ledger, bindings)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+
 	now := r.clock.Now()
 	tally := quota.Recount(ledger, quota.Observation{
-		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Works: works, Gone: r.deleted.has, Now: now,
+		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Works: works, Held: held,
+		EvictionTimeout: r.evictionTimeout, Gone: r.deleted.has, Now: now,
 	})
 	for _, bad := range tally.Malformed {
 		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.Binding), "err", bad.Err)

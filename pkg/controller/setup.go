@@ -54,8 +54,14 @@ type Options struct {
 	// MemberGrace is how long a member may run more than it is charged before MembersWithinQuota turns False: a
 	// rolling update's surge pods run for a while.
 	MemberGrace time.Duration
-	Clock       clock.PassiveClock
+	// EvictionTimeout is karmada-controller-manager's --graceful-eviction-timeout: when an eviction that names no
+	// grace period ends at the latest (status.clusters[].evictingUntil). 0 means DefaultGracefulEvictionTimeout.
+	EvictionTimeout time.Duration
+	Clock           clock.PassiveClock
 }
+
+// DefaultGracefulEvictionTimeout is Karmada's own default --graceful-eviction-timeout.
+const DefaultGracefulEvictionTimeout = 10 * time.Minute
 
 // Validate reports every invalid option at once.
 func (o Options) Validate() error {
@@ -77,6 +83,9 @@ func (o Options) Validate() error {
 	}
 	if o.MemberGrace < 0 {
 		errs = append(errs, errors.New("the member grace must not be negative"))
+	}
+	if o.EvictionTimeout < 0 {
+		errs = append(errs, errors.New("the graceful eviction timeout must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -102,6 +111,9 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.EvictionTimeout == 0 {
+		opts.EvictionTimeout = DefaultGracefulEvictionTimeout
+	}
 	metrics.RegisterController()
 	recorder := mgr.GetEventRecorderFor(ControllerName)
 	st := newState()
@@ -125,6 +137,9 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		classes: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize),
 		written: lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
 		pacer:   newPacer(opts.SettleInterval, opts.SettleBacklog, opts.Clock.Now),
+		// What bindings' objects hold on members (claims, load balancers) is read past the cache too.
+		holdings:        interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize),
+		evictionTimeout: opts.EvictionTimeout,
 	}
 
 	bindingInformer, err := mgr.GetCache().GetInformer(ctx, &workv1alpha2.ResourceBinding{})

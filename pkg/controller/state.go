@@ -110,6 +110,13 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting quota.Waiting) metrics.Quot
 	}
 	for _, c := range q.Status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)
+		if c.Evicting != nil {
+			var until time.Time
+			if c.EvictingUntil != nil {
+				until = c.EvictingUntil.Time
+			}
+			s.SetClusterEvicting(c.Name, floats(c.Evicting), until)
+		}
 		if c.Running != nil {
 			if s.ClustersRunning == nil {
 				s.ClustersRunning = map[string]map[string]float64{}

@@ -45,6 +45,12 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 		if used, ok := tally.Clusters[name]; ok {
 			c.Used = ledger.Render(used)
 		}
+		if evicting, ok := tally.Evicting[name]; ok {
+			c.Evicting = ledger.Render(evicting)
+			if until := tally.EvictingUntil[name]; until != nil {
+				c.EvictingUntil = &metav1.Time{Time: until.UTC().Truncate(time.Second)}
+			}
+		}
 		if running, ok := members.running[name]; ok {
 			c.Running = ledger.RenderAll(running)
 		}

@@ -28,15 +28,16 @@ import (
 const byBindingNamespace = "bindingNamespace"
 
 // askingWork is what the controller keeps of a Work: who it is, the binding it was rendered from, and what its
-// workloads ask the member to run, read once when it arrives. A Work carries whole rendered manifests, and there is
-// one per binding and member: keeping them would cost more than every binding the controller holds.
+// workloads ask the member to run and hold, read once when it arrives. A Work carries whole rendered manifests,
+// and there is one per binding and member: keeping them would cost more than every binding the controller holds.
 type askingWork struct {
 	metav1.ObjectMeta
 	Binding types.NamespacedName
 	// BindingID is the binding's permanent ID, as Karmada labels the Work (quota.RenderedFrom).
 	BindingID string
 	Cluster   string
-	// Workloads are its manifests of the binding's namespace that run pods.
+	// Workloads are its manifests of the binding's namespace that run pods or hold something on the member (a
+	// PersistentVolumeClaim, a LoadBalancer Service: no replicas, and a Held of a few names).
 	Workloads []askedWorkload
 	// Unreadable says why its manifests could not be read (the webhook refuses such a Work; this one was stored
 	// before a customization changed, say); it is then counted as asking nothing beyond its binding.
@@ -187,13 +188,13 @@ func (v *workView) trim(obj any) (any, error) {
 		if manifest.GetNamespace() != binding.Namespace {
 			continue
 		}
-		w, runs, err := v.interpreter.Workload(ctx, manifest)
+		w, counted, err := v.interpreter.Workload(ctx, manifest)
 		if err != nil {
 			out.Unreadable = err.Error()
 			out.Workloads = nil
 			return out, nil
 		}
-		if runs {
+		if counted {
 			// Kept for every Work of the control plane: what the count reads, not where the scheduler may put it.
 			if w.Requirements != nil {
 				w.Requirements.NodeClaim = nil

@@ -12,8 +12,9 @@ import (
 
 // Bound returns rb as it would be if its replicas asked what w asks: w's per-replica requirements (or its
 // components), under rb's priority class, placed on clusters, or where rb places them when clusters is nil. The
-// gates beyond the binding and the controller's count of Works read it with usage.Of, so that one pure function
-// says what a binding and what it makes members run use.
+// gates beyond the binding and the controller's count of Works read it with usage.With and w.Held, so that one pure
+// function says what a binding and what it makes members run and hold use. A cluster of no replicas is kept: a
+// PersistentVolumeClaim's or a Service's Work lists its member so.
 func (w Workload) Bound(rb *workv1alpha2.ResourceBinding, clusters []workv1alpha2.TargetCluster) *workv1alpha2.ResourceBinding {
 	out := rb.DeepCopy()
 	class := ""
@@ -61,9 +62,10 @@ type NodeLister interface {
 	Of(ctx context.Context, cluster string) ([]corev1.Node, error)
 }
 
-// OnMember is what w, one workload of a Work for rb, makes member cluster run, as usage sets: w's replicas (a
-// per-node workload counted on the member's nodes as nodes lists them now) at its requirements, at rb's priority
-// class where w names none. The Work webhook and the controller's count read a Work through it alike.
+// OnMember is what w, one workload of a Work for rb, makes member cluster run and hold, as usage sets: w's replicas
+// (a per-node workload counted on the member's nodes as nodes lists them now) at its requirements, at rb's priority
+// class where w names none, and what w holds there (its claims per replica, what it holds once per member). The
+// Work webhook and the controller's count read a Work through it alike.
 func (w Workload) OnMember(ctx context.Context, rb *workv1alpha2.ResourceBinding, cluster string, nodes NodeLister) ([]usage.Placed, error) {
 	if w.PerNode != nil {
 		list, err := nodes.Of(ctx, cluster)
@@ -73,6 +75,6 @@ func (w Workload) OnMember(ctx context.Context, rb *workv1alpha2.ResourceBinding
 		}
 		w = w.OnNodes(list)
 	}
-	u, err := usage.Of(w.Bound(rb, []workv1alpha2.TargetCluster{{Name: cluster, Replicas: w.Replicas}}))
+	u, err := usage.With(w.Bound(rb, []workv1alpha2.TargetCluster{{Name: cluster, Replicas: w.Replicas}}), w.Held)
 	return u.Placed, err
 }

@@ -142,3 +142,53 @@ func TestOnMemberCountsPerNodeWorkloadsOnTheMembersNodes(t *testing.T) {
 		t.Errorf("err = %v, want the nodes' read failure, never a count of none", err)
 	}
 }
+
+func TestOnMemberCountsWhatTheWorkloadHolds(t *testing.T) {
+	list := utiltesting.List
+	ctx := context.Background()
+	onMember1 := func(t *testing.T, w Workload, rb *workv1alpha2.ResourceBinding) usage.Usage {
+		t.Helper()
+		sets, err := w.OnMember(ctx, rb, "member1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return usage.Usage{Works: map[string][]usage.Placed{"member1": sets}}
+	}
+
+	t.Run("a claim's Work holds it on its member without replicas", func(t *testing.T) {
+		// Karmada lists a PersistentVolumeClaim's clusters with no replicas, and reads none from its manifest.
+		rb := utiltesting.MakeBinding("ns", "data").Resource("v1", "PersistentVolumeClaim").Cluster("member1", 0).Obj()
+		w := Workload{Held: usage.Held{PerCluster: resources.List{"persistentvolumeclaims": 1, "requests.storage": 5 * gi}}}
+		got := onMember1(t, w, rb).Charge(usage.Selector{}).Clusters
+		want := map[string]resources.List{"member1": {"persistentvolumeclaims": 1, "requests.storage": 5 * gi}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a StatefulSet's Work holds its claims per replica, beside its pods", func(t *testing.T) {
+		rb := utiltesting.MakeBinding("ns", "db").Resource("apps/v1", "StatefulSet").Replicas(3).Requests(list("cpu", "1")).
+			Cluster("member1", 3).Obj()
+		w := Workload{Replicas: 2, Requirements: &workv1alpha2.ReplicaRequirements{ResourceRequest: list("cpu", "1")},
+			Held: usage.Held{PerReplica: resources.List{"persistentvolumeclaims": 1, "requests.storage": gi}}}
+		got := onMember1(t, w, rb).Charge(usage.Selector{}).Clusters
+		want := map[string]resources.List{"member1": {"pods": 2, "requests.cpu": 2000, "persistentvolumeclaims": 2, "requests.storage": 2 * gi}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a claim requesting no storage is missing its request under a storage quota", func(t *testing.T) {
+		rb := utiltesting.MakeBinding("ns", "data").Resource("v1", "PersistentVolumeClaim").Cluster("member1", 0).Obj()
+		w := Workload{Held: usage.Held{PerCluster: resources.List{"persistentvolumeclaims": 1}}}
+		missing := onMember1(t, w, rb).MissingRequests(usage.Selector{}, []corev1.ResourceName{"requests.storage", "persistentvolumeclaims"})
+		if diff := cmp.Diff([]corev1.ResourceName{"requests.storage"}, missing); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a workload that holds nothing and has no replicas asks nothing", func(t *testing.T) {
+		rb := utiltesting.MakeBinding("ns", "settings").Resource("v1", "ConfigMap").Cluster("member1", 0).Obj()
+		sets, err := Workload{}.OnMember(ctx, rb, "member1", nil)
+		if err != nil || len(sets) != 0 {
+			t.Errorf("sets %+v, err %v, want none", sets, err)
+		}
+	})
+}

@@ -5,7 +5,8 @@
 // (a resource template, a Work's manifest) is read the way the binding that was admitted was written. The kinds
 // Karmada reads no replicas from but which run pods (DaemonSet, CronJob, ReplicationController) are read by this
 // package's own rules (podmakers.go), built on Karmada's reading of a Pod and of a Job, so that a quota charges every
-// pod a member will run.
+// pod a member will run. What an object holds on a member besides its pods (claims and their storage, load
+// balancers, node ports) is read by Kubernetes' own quota rules (held.go).
 package interpreter
 
 import (
@@ -28,6 +29,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // What the interpreter watches and reads in the karmada-apiserver: the customizations, and the Services an
@@ -35,7 +38,7 @@ import (
 // +kubebuilder:rbac:groups=config.karmada.io,resources=resourceinterpretercustomizations;resourceinterpreterwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 
-// Workload is what one object asks of its replicas: the pods it makes a member run.
+// Workload is what one object makes a member run and hold: the pods it runs, and what it holds besides (HeldBy).
 type Workload struct {
 	// Replicas and Requirements describe a single-template workload: Replicas at Requirements each.
 	Replicas     int32
@@ -50,6 +53,10 @@ type Workload struct {
 	// whose Jobs may run concurrently). Replicas and Requirements then say what one run asks, for messages; a quota
 	// limiting compute cannot admit what it cannot bound, other quotas need not care.
 	Unbounded string
+	// Held is what the object holds on each member besides its pods' requests (HeldBy): a StatefulSet's claims per
+	// replica, a PersistentVolumeClaim's or a Service's per member. A PersistentVolumeClaim or a Service runs no
+	// pods: it is a Workload of no replicas that holds something.
+	Held usage.Held
 }
 
 // OnNodes returns the workload as it runs on a member with these nodes: a per-node workload runs one pod on each
@@ -164,24 +171,35 @@ var ErrNotStarted = errors.New("Karmada's resource interpreter has not loaded th
 // while ctx lasts: a kind described by one would otherwise be read as running nothing). Karmada's reading comes
 // first: a kind it reads replicas from, natively or through a customization (even one describing DaemonSets), is
 // read as Karmada reads it, so that the quota charges what the binding says. Only a kind Karmada reads no replicas
-// from is read by this package's rules for the kinds that run pods anyway (podmakers.go). ok is false for an
-// object that runs no pods (a ConfigMap, a Service).
+// from is read by this package's rules for the kinds that run pods anyway (podmakers.go). Whatever reads its pods,
+// what the object holds on members besides them is read by HeldBy. ok is false for an object that neither runs pods
+// nor holds anything (a ConfigMap, a ClusterIP Service); a PersistentVolumeClaim, or a Service holding a load
+// balancer or node ports, is read as no replicas and what it holds.
 func (i *Interpreter) Workload(ctx context.Context, obj *unstructured.Unstructured) (w Workload, ok bool, err error) {
 	if err := i.WaitStarted(ctx); err != nil {
 		return Workload{}, false, err
 	}
 	gvk := obj.GroupVersionKind()
+	held, err := HeldBy(obj)
+	if err != nil {
+		return Workload{}, false, fmt.Errorf("reading what %s %s/%s holds on member clusters: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
 	if !i.karmada.HookEnabled(gvk, configv1alpha1.InterpreterOperationInterpretReplica) {
 		makePods, runsPods := podMakers[gvk]
 		if !runsPods {
-			return Workload{}, false, nil
+			if len(held.PerReplica) == 0 && len(held.PerCluster) == 0 {
+				return Workload{}, false, nil
+			}
+			return Workload{Held: held}, true, nil
 		}
 		w, err := makePods(i.karmada, obj)
 		if err != nil {
 			return Workload{}, false, fmt.Errorf("reading the pods that %s %s/%s runs: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
+		w.Held = held
 		return w, true, nil
 	}
+	w.Held = held
 	w.Replicas, w.Requirements, err = i.karmada.GetReplicas(obj)
 	if err != nil {
 		return Workload{}, false, fmt.Errorf("reading the replicas of %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)

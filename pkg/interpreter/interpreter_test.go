@@ -18,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // Karmada's native interpreter is what the tests read through: it must be one.
@@ -216,6 +219,40 @@ func TestWorkload(t *testing.T) {
 			}, appsv1.SchemeGroupVersion.WithKind("Deployment")),
 			want:   Workload{Replicas: 4, Requirements: &workv1alpha2.ReplicaRequirements{ResourceRequest: onePodAsks}},
 			wantOK: true,
+		},
+		{
+			name: "a StatefulSet is read by Karmada, and holds its claims per replica",
+			obj:  statefulSet(t, 3, claim("data", inClass("gold"), storing("1Gi"))),
+			want: Workload{
+				Replicas:     3,
+				Requirements: &workv1alpha2.ReplicaRequirements{ResourceRequest: onePodAsks},
+				Held: usage.Held{PerReplica: resources.List{"persistentvolumeclaims": 1, "requests.storage": gi,
+					resources.StorageClassClaims("gold"): 1, resources.StorageClassStorage("gold"): gi}},
+			},
+			wantOK: true,
+		},
+		{
+			name:   "a PersistentVolumeClaim runs no pods and holds a claim on each member",
+			obj:    pvc(t, storing("5Gi")),
+			want:   Workload{Held: usage.Held{PerCluster: resources.List{"persistentvolumeclaims": 1, "requests.storage": 5 * gi}}},
+			wantOK: true,
+		},
+		{
+			name:   "a PersistentVolumeClaim requesting no storage still holds a claim",
+			obj:    pvc(t),
+			want:   Workload{Held: usage.Held{PerCluster: resources.List{"persistentvolumeclaims": 1}}},
+			wantOK: true,
+		},
+		{
+			name:   "a LoadBalancer Service runs no pods and holds a load balancer and node ports",
+			obj:    service(t, corev1.ServiceTypeLoadBalancer, nil, 0),
+			want:   Workload{Held: usage.Held{PerCluster: resources.List{"services.loadbalancers": 1, "services.nodeports": 1}}},
+			wantOK: true,
+		},
+		{
+			name:   "a ClusterIP Service neither runs pods nor holds anything",
+			obj:    service(t, corev1.ServiceTypeClusterIP, nil, 0),
+			wantOK: false,
 		},
 		{
 			name: "a ConfigMap runs no pods",
@@ -418,6 +455,16 @@ func TestMalformedWorkloads(t *testing.T) {
 			name:        "a CronJob whose spec is a string",
 			obj:         set(cronJob(t, batchv1.ForbidConcurrent, nil, nil), "nightly", "spec"),
 			wantInError: []string{"CronJob shop/report", "spec is of type string, not an object"},
+		},
+		{
+			name:        "a PersistentVolumeClaim whose storage is no quantity",
+			obj:         set(pvc(t), "lots", "spec", "resources", "requests", "storage"),
+			wantInError: []string{"PersistentVolumeClaim shop/data", "spec.resources.requests.storage"},
+		},
+		{
+			name:        "a StatefulSet whose claim templates are a string",
+			obj:         set(statefulSet(t, 1), "data", "spec", "volumeClaimTemplates"),
+			wantInError: []string{"StatefulSet shop/db", "spec.volumeClaimTemplates is of type string, not a list"},
 		},
 		{
 			name:        "a ReplicationController whose replicas are a string",

@@ -162,6 +162,13 @@ type QuotaSnapshot struct {
 	Clusters map[string]map[string]float64
 	// ClustersRunning maps a member cluster to what the namespace's pods there request, read from the member.
 	ClustersRunning map[string]map[string]float64
+	// ClustersEvicting maps a member cluster to the part of its Clusters entry that runs there only until Karmada's
+	// graceful eviction from it ends (status.clusters[].evicting); a cluster nothing is evicted from is absent.
+	// SetClusterEvicting fills it and ClustersEvictingUntil.
+	ClustersEvicting map[string]map[string]float64
+	// ClustersEvictingUntil maps a member cluster of ClustersEvicting to when the last of what is evicted there goes
+	// at the latest (status.clusters[].evictingUntil); absent while one of them is held until released.
+	ClustersEvictingUntil map[string]time.Time
 	// MembersRunningMore is 1 while the quota's MembersWithinQuota condition is False, 0 while True; nil while the
 	// members are not read.
 	MembersRunningMore *float64
@@ -173,6 +180,31 @@ type QuotaSnapshot struct {
 	// Unclassified counts, for a quota scoped by PriorityClass, the namespace's bindings whose priority class could
 	// not be read, which the quota does not count.
 	Unclassified int
+}
+
+// SetClusterEvicting records what Karmada's graceful eviction from cluster keeps running there (in base units, as
+// Clusters) and until when at the latest; a zero until is one held until released (purgeMode Never), which has no
+// end to export. An evicting with nothing above zero records nothing, so that a cluster_evicting series always
+// means something is evicted, and one without an until series that it is held.
+func (s *QuotaSnapshot) SetClusterEvicting(cluster string, evicting map[string]float64, until time.Time) {
+	some := false
+	for _, v := range evicting {
+		some = some || v > 0
+	}
+	if !some {
+		return
+	}
+	if s.ClustersEvicting == nil {
+		s.ClustersEvicting = map[string]map[string]float64{}
+	}
+	s.ClustersEvicting[cluster] = evicting
+	if until.IsZero() {
+		return
+	}
+	if s.ClustersEvictingUntil == nil {
+		s.ClustersEvictingUntil = map[string]time.Time{}
+	}
+	s.ClustersEvictingUntil[cluster] = until
 }
 
 // QuotaSource hands the collector the current snapshots at scrape time.
@@ -207,6 +239,12 @@ var (
 	clusterRunningDesc = prometheus.NewDesc(namespace+"_cluster_running",
 		"What the pods of a quota's namespace request in one member cluster, read from the member, in base units: above cluster_used, the member runs more than the quota charges.",
 		[]string{"namespace", "quota", "cluster", "resource"}, nil)
+	clusterEvictingDesc = prometheus.NewDesc(namespace+"_cluster_evicting",
+		"The part of cluster_used that runs in one member cluster only until Karmada's graceful eviction from it ends (a failover keeps what it moved away until the replacement is healthy or the grace period ends), in base units. Absent where nothing is evicted.",
+		[]string{"namespace", "quota", "cluster", "resource"}, nil)
+	clusterEvictingUntilDesc = prometheus.NewDesc(namespace+"_cluster_evicting_until_timestamp_seconds",
+		"When the last of what cluster_evicting counts in one member cluster goes at the latest, as Unix time. Absent while one of them is held until released (purgeMode Never), and where nothing is evicted.",
+		[]string{"namespace", "quota", "cluster"}, nil)
 	waitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting",
 		"Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.", quotaLabels, nil)
 	unclassifiedDesc = prometheus.NewDesc(namespace+"_bindings_unclassified",
@@ -234,7 +272,8 @@ type quotaCollector struct {
 var quotas = &quotaCollector{}
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, clusterRunningDesc, waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc} {
+	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, clusterRunningDesc, clusterEvictingDesc,
+		clusterEvictingUntilDesc, waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc} {
 		ch <- d
 	}
 }
@@ -252,12 +291,17 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, resource)
 			}
 		}
-		for desc, clusters := range map[*prometheus.Desc]map[string]map[string]float64{clusterUsedDesc: s.Clusters, clusterRunningDesc: s.ClustersRunning} {
+		for desc, clusters := range map[*prometheus.Desc]map[string]map[string]float64{
+			clusterUsedDesc: s.Clusters, clusterRunningDesc: s.ClustersRunning, clusterEvictingDesc: s.ClustersEvicting,
+		} {
 			for cluster, values := range clusters {
 				for resource, v := range values {
 					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
 				}
 			}
+		}
+		for cluster, until := range s.ClustersEvictingUntil {
+			ch <- prometheus.MustNewConstMetric(clusterEvictingUntilDesc, prometheus.GaugeValue, float64(until.Unix()), s.Namespace, s.Name, cluster)
 		}
 		// Zero is exported too, so a quota nobody waits on shows as such rather than as no data.
 		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(s.Waiting), s.Namespace, s.Name)

@@ -31,6 +31,8 @@ var (
 		"karmada_quota_bindings_unclassified",
 		"karmada_quota_bindings_waiting",
 		"karmada_quota_bindings_waiting_oldest_timestamp_seconds",
+		"karmada_quota_cluster_evicting",
+		"karmada_quota_cluster_evicting_until_timestamp_seconds",
 		"karmada_quota_cluster_running",
 		"karmada_quota_cluster_used",
 		"karmada_quota_drift_repaired_total",
@@ -60,17 +62,19 @@ type fakeStoredQuotas []StoredQuota
 func (f fakeStoredQuotas) StoredQuotas() []StoredQuota { return f }
 
 // teamQuota is one quota as the leader exports it: two limits, one member cluster running more than charged,
-// one binding waiting.
+// a failover from another keeping part of its usage there for a while, one binding waiting.
 var teamQuota = QuotaSnapshot{
 	Namespace: "team-a", Name: "team",
-	Hard:               map[string]float64{"cpu": 10, "pods": 20},
-	Used:               map[string]float64{"cpu": 1.5, "pods": 3},
-	Reserved:           map[string]float64{"cpu": 0.5, "pods": 1},
-	Clusters:           map[string]map[string]float64{"member1": {"cpu": 1.5, "pods": 3}},
-	ClustersRunning:    map[string]map[string]float64{"member1": {"cpu": 2.5, "pods": 4}},
-	MembersRunningMore: ptr.To(1.0),
-	Waiting:            1,
-	OldestWaiting:      time.Unix(1700000000, 0),
+	Hard:                  map[string]float64{"cpu": 10, "pods": 20},
+	Used:                  map[string]float64{"cpu": 2, "pods": 4},
+	Reserved:              map[string]float64{"cpu": 0.5, "pods": 1},
+	Clusters:              map[string]map[string]float64{"member1": {"cpu": 1.5, "pods": 3}, "member2": {"cpu": 0.5, "pods": 1}},
+	ClustersRunning:       map[string]map[string]float64{"member1": {"cpu": 2.5, "pods": 4}},
+	ClustersEvicting:      map[string]map[string]float64{"member2": {"cpu": 0.5, "pods": 1}},
+	ClustersEvictingUntil: map[string]time.Time{"member2": time.Unix(1700000600, 0)},
+	MembersRunningMore:    ptr.To(1.0),
+	Waiting:               1,
+	OldestWaiting:         time.Unix(1700000000, 0),
 }
 
 // webhookRegistry is what quota-webhook serves on /metrics, karmada_quota_* only: its registration alone, as the
@@ -204,8 +208,10 @@ func TestQuotaCollector(t *testing.T) {
 	idle := teamQuota
 	idle.Name, idle.Waiting, idle.OldestWaiting = "idle", 0, time.Time{}
 	idle.Clusters, idle.ClustersRunning, idle.MembersRunningMore = nil, nil, nil
+	idle.ClustersEvicting, idle.ClustersEvictingUntil = nil, nil
+	// Its eviction is held until released (purgeMode Never): no end to export.
 	scoped := teamQuota
-	scoped.Name, scoped.Unclassified = "scoped", 2
+	scoped.Name, scoped.Unclassified, scoped.ClustersEvictingUntil = "scoped", 2, nil
 	c := &quotaCollector{}
 	c.source = fakeQuotas{teamQuota, idle, scoped}
 	want := `
@@ -223,6 +229,15 @@ karmada_quota_bindings_waiting{namespace="team-a",quota="team"} 1
 # TYPE karmada_quota_bindings_waiting_oldest_timestamp_seconds gauge
 karmada_quota_bindings_waiting_oldest_timestamp_seconds{namespace="team-a",quota="scoped"} 1.7e+09
 karmada_quota_bindings_waiting_oldest_timestamp_seconds{namespace="team-a",quota="team"} 1.7e+09
+# HELP karmada_quota_cluster_evicting The part of cluster_used that runs in one member cluster only until Karmada's graceful eviction from it ends (a failover keeps what it moved away until the replacement is healthy or the grace period ends), in base units. Absent where nothing is evicted.
+# TYPE karmada_quota_cluster_evicting gauge
+karmada_quota_cluster_evicting{cluster="member2",namespace="team-a",quota="scoped",resource="cpu"} 0.5
+karmada_quota_cluster_evicting{cluster="member2",namespace="team-a",quota="scoped",resource="pods"} 1
+karmada_quota_cluster_evicting{cluster="member2",namespace="team-a",quota="team",resource="cpu"} 0.5
+karmada_quota_cluster_evicting{cluster="member2",namespace="team-a",quota="team",resource="pods"} 1
+# HELP karmada_quota_cluster_evicting_until_timestamp_seconds When the last of what cluster_evicting counts in one member cluster goes at the latest, as Unix time. Absent while one of them is held until released (purgeMode Never), and where nothing is evicted.
+# TYPE karmada_quota_cluster_evicting_until_timestamp_seconds gauge
+karmada_quota_cluster_evicting_until_timestamp_seconds{cluster="member2",namespace="team-a",quota="team"} 1.7000006e+09
 # HELP karmada_quota_cluster_running What the pods of a quota's namespace request in one member cluster, read from the member, in base units: above cluster_used, the member runs more than the quota charges.
 # TYPE karmada_quota_cluster_running gauge
 karmada_quota_cluster_running{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 2.5
@@ -235,6 +250,10 @@ karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="scoped",r
 karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="scoped",resource="pods"} 3
 karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="team",resource="cpu"} 1.5
 karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="team",resource="pods"} 3
+karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="scoped",resource="cpu"} 0.5
+karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="scoped",resource="pods"} 1
+karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="team",resource="cpu"} 0.5
+karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="team",resource="pods"} 1
 # HELP karmada_quota_hard Hard limit of a quota, in base units.
 # TYPE karmada_quota_hard gauge
 karmada_quota_hard{namespace="team-a",quota="idle",resource="cpu"} 10
@@ -250,6 +269,7 @@ karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"karmada_quota_bindings_unclassified", "karmada_quota_bindings_waiting", "karmada_quota_bindings_waiting_oldest_timestamp_seconds",
+		"karmada_quota_cluster_evicting", "karmada_quota_cluster_evicting_until_timestamp_seconds",
 		"karmada_quota_cluster_running", "karmada_quota_cluster_used", "karmada_quota_hard", "karmada_quota_members_running_more"); err != nil {
 		t.Error(err)
 	}
@@ -257,6 +277,30 @@ karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 	// A process whose controller never set a source (or a standby) exports nothing.
 	if n := testutil.CollectAndCount(&quotaCollector{}); n != 0 {
 		t.Errorf("a collector without a source exported %d series, want none", n)
+	}
+}
+
+// TestSetClusterEvicting: the controller's way of filling a snapshot from status.clusters[]: a cluster nothing is
+// evicted from adds nothing, one held until released (no evictingUntil) adds no end; a cluster some of which is
+// evicted keeps its zeros, as cluster_used does.
+func TestSetClusterEvicting(t *testing.T) {
+	var s QuotaSnapshot
+	until := time.Unix(1700000600, 0)
+	s.SetClusterEvicting("member1", map[string]float64{}, until)
+	s.SetClusterEvicting("member2", nil, time.Time{})
+	// Keys mirror spec.hard: zeros alone are nothing evicted.
+	s.SetClusterEvicting("member4", map[string]float64{"cpu": 0, "pods": 0}, time.Time{})
+	if s.ClustersEvicting != nil || s.ClustersEvictingUntil != nil {
+		t.Fatalf("nothing evicting recorded %v, %v; want nothing", s.ClustersEvicting, s.ClustersEvictingUntil)
+	}
+	s.SetClusterEvicting("member1", map[string]float64{"cpu": 0.5, "pods": 1}, until)
+	s.SetClusterEvicting("member3", map[string]float64{"cpu": 0, "pods": 2}, time.Time{})
+	want := QuotaSnapshot{
+		ClustersEvicting:      map[string]map[string]float64{"member1": {"cpu": 0.5, "pods": 1}, "member3": {"cpu": 0, "pods": 2}},
+		ClustersEvictingUntil: map[string]time.Time{"member1": until},
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("SetClusterEvicting (-want +got):\n%s", diff)
 	}
 }
 

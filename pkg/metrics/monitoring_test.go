@@ -353,7 +353,7 @@ func TestDashboard(t *testing.T) {
 }
 
 // unitFor is the unit a panel's title promises: rates in operations per second, CPU in cores, memory and storage
-// in bytes, times in seconds, shares of hard in percent, anything else a plain number.
+// in bytes, times (latencies, waits, time left) in seconds, shares of hard in percent, anything else a plain number.
 func unitFor(title string) string {
 	switch t := strings.ToLower(title); {
 	case strings.Contains(t, "per second"):
@@ -362,7 +362,7 @@ func unitFor(title string) string {
 		return "suffix: cores"
 	case strings.HasPrefix(t, "memory"):
 		return "bytes"
-	case strings.Contains(t, "latency"), strings.Contains(t, "wait for"):
+	case strings.Contains(t, "latency"), strings.Contains(t, "wait for"), strings.Contains(t, "time left"):
 		return "s"
 	case strings.Contains(t, "against hard"):
 		return "percentunit"

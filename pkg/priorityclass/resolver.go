@@ -7,10 +7,7 @@
 // class-less, and a quota scoped `PriorityClass In [high]` would count nothing and admit past hard. The class is
 // then read from the resource template the binding binds, for the kinds whose pod template is known.
 //
-// Karmada's detector rewrites a binding (spec.resource.resourceVersion, and so its generation) whenever its
-// template changes, so the class read for one template version holds for the binding generations made from it:
-// resolutions are cached by (namespace, kind, name, resourceVersion) in a bounded LRU, and a template is read once
-// per new version, not on every binding write.
+// Templates are read through pkg/templates: once per template version.
 //
 // usage.Of stays a pure function of a binding: callers resolve first, then hand usage.Of a copy of the binding
 // with the class filled in (WithClass).
@@ -21,18 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
-	"golang.org/x/sync/singleflight"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/pkg/templates"
 )
 
 // template is where one kind keeps the priorityClassName of its pods, and the version it is read at: the kind's
@@ -47,7 +40,7 @@ var podTemplateClass = []string{"spec", "template", "spec", "priorityClassName"}
 // templates are the kinds whose class is read. Karmada's own replica interpreters cover Deployment, StatefulSet,
 // ReplicaSet, Job and Pod; DaemonSet and CronJob place no replicas by default, but an interpreter customization
 // can make them, and their pod template is as easy to read.
-var templates = map[schema.GroupKind]template{
+var podTemplates = map[schema.GroupKind]template{
 	{Group: "apps", Kind: "Deployment"}:  {version: "v1", path: podTemplateClass},
 	{Group: "apps", Kind: "StatefulSet"}: {version: "v1", path: podTemplateClass},
 	{Group: "apps", Kind: "ReplicaSet"}:  {version: "v1", path: podTemplateClass},
@@ -59,8 +52,8 @@ var templates = map[schema.GroupKind]template{
 
 // Kinds names the kinds whose class is read from the template, for messages.
 func Kinds() string {
-	names := make([]string, 0, len(templates))
-	for gk := range templates {
+	names := make([]string, 0, len(podTemplates))
+	for gk := range podTemplates {
 		names = append(names, gk.Kind)
 	}
 	slices.Sort(names)
@@ -95,32 +88,26 @@ const DefaultCacheSize = 100_000
 // GET per Deployment at the client's rate limit.
 const listThreshold = 8
 
-// listPageSize bounds the templates one LIST page holds in memory.
-const listPageSize = 500
-
 // Resolver reads the priority class of bindings' templates from the karmada-apiserver, remembering the class of
 // each template version it read.
 type Resolver struct {
-	reader client.Reader
-	cache  *lru.Cache
-	reads  singleflight.Group
+	templates *templates.Reader[string]
 }
 
 // NewResolver returns a Resolver reading templates through reader, which should read the apiserver rather than
-// an informer's cache (no informer over every Deployment of the federation is needed), and remembering size
-// template versions.
+// an informer's cache, and remembering size template versions.
 func NewResolver(reader client.Reader, size int) *Resolver {
-	return &Resolver{reader: reader, cache: lru.New(size)}
+	kinds := make(map[schema.GroupKind]string, len(podTemplates))
+	for gk, t := range podTemplates {
+		kinds[gk] = t.version
+	}
+	return &Resolver{templates: templates.NewReader(reader, size, kinds, "priority class", readClass)}
 }
 
-// version identifies one version of one template.
-type version struct {
-	namespace, group, kind, name, resourceVersion string
-}
-
-func versionOf(ref workv1alpha2.ObjectReference) version {
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	return version{namespace: ref.Namespace, group: gv.Group, kind: ref.Kind, name: ref.Name, resourceVersion: ref.ResourceVersion}
+// readClass is the class obj's pod template names ("" for none).
+func readClass(obj *unstructured.Unstructured) (string, error) {
+	class, _, _ := unstructured.NestedString(obj.Object, podTemplates[obj.GroupVersionKind().GroupKind()].path...)
+	return class, nil
 }
 
 // bindingClass is the class a binding names for replica sets that name none themselves.
@@ -215,14 +202,7 @@ func SameTemplate(a, b *workv1alpha2.ResourceBinding) bool {
 
 // Cached returns the class of the template version ref names if this Resolver read it before.
 func (r *Resolver) Cached(ref workv1alpha2.ObjectReference) (string, bool) {
-	if ref.ResourceVersion == "" {
-		return "", false
-	}
-	class, ok := r.cache.Get(versionOf(ref))
-	if !ok {
-		return "", false
-	}
-	return class.(string), true
+	return r.templates.Cached(ref)
 }
 
 // Class returns the priority class the pod template of ref names ("" for none). It reads the template unless
@@ -231,79 +211,24 @@ func (r *Resolver) Cached(ref workv1alpha2.ObjectReference) (string, bool) {
 // Unclassifiable for a kind whose pod template is unknown or a template that is gone, and the read's error
 // otherwise.
 func (r *Resolver) Class(ctx context.Context, ref workv1alpha2.ObjectReference) (string, error) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
+	if _, err := schema.ParseGroupVersion(ref.APIVersion); err != nil {
 		return "", &Unclassifiable{Resource: ref, Why: fmt.Sprintf("apiVersion %q does not parse", ref.APIVersion)}
 	}
-	t, known := templates[gv.WithKind(ref.Kind).GroupKind()]
-	if !known {
+	if !r.templates.Knows(ref) {
 		return "", &Unclassifiable{Resource: ref, Why: fmt.Sprintf("karmada-quota reads the class only from the pod "+
 			"templates of %s, and Karmada copies it into the binding only with its feature gate ResourceQuotaEstimate", Kinds())}
 	}
-	if class, ok := r.Cached(ref); ok {
-		return class, nil
+	class, err := r.templates.Current(ctx, ref)
+	if errors.Is(err, templates.ErrGone) {
+		return "", &Unclassifiable{Resource: ref, Why: err.Error()}
 	}
-	key := versionOf(ref)
-	read, err, _ := r.reads.Do(fmt.Sprintf("%v", key), func() (any, error) {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: gv.Group, Version: t.version, Kind: ref.Kind})
-		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				return "", &Unclassifiable{Resource: ref, Why: "the template is gone"}
-			}
-			return "", fmt.Errorf("reading %s %s/%s for its priority class: %w", ref.Kind, ref.Namespace, ref.Name, err)
-		}
-		return r.remember(key, obj, t), nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return read.(string), nil
+	return class, err
 }
 
 // Previous returns the class of the template version old names, given that the template has since been replaced
-// by the version current names: the old binding of an update the detector makes after a template change. A version
-// read before is remembered; otherwise the template is listed as it was at the revision just before the one that
-// replaced it, which etcd still holds (it is moments old), and used only if that is exactly old's version. It
-// reports false when that version cannot be had: the detector skipped versions, or resourceVersions are not
-// etcd revisions.
+// by the version current names (templates.Reader.Previous).
 func (r *Resolver) Previous(ctx context.Context, old, current workv1alpha2.ObjectReference) (string, bool) {
-	if class, ok := r.Cached(old); ok {
-		return class, true
-	}
-	gv, err := schema.ParseGroupVersion(old.APIVersion)
-	if err != nil {
-		return "", false
-	}
-	gk := gv.WithKind(old.Kind).GroupKind()
-	t, known := templates[gk]
-	replacedAt, err := strconv.ParseUint(current.ResourceVersion, 10, 64)
-	if !known || err != nil || replacedAt < 2 || old.ResourceVersion == "" {
-		return "", false
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: gk.Group, Version: t.version, Kind: gk.Kind + "List"})
-	err = r.reader.List(ctx, list, client.InNamespace(old.Namespace), &client.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", old.Name),
-		Raw: &metav1.ListOptions{
-			ResourceVersion:      strconv.FormatUint(replacedAt-1, 10),
-			ResourceVersionMatch: metav1.ResourceVersionMatchExact,
-		},
-	})
-	if err != nil || len(list.Items) != 1 || list.Items[0].GetResourceVersion() != old.ResourceVersion {
-		return "", false
-	}
-	return r.remember(versionOf(old), &list.Items[0], t), true
-}
-
-// remember records the class of the template version obj is, and returns it.
-func (r *Resolver) remember(key version, obj *unstructured.Unstructured, t template) string {
-	class, _, _ := unstructured.NestedString(obj.Object, t.path...)
-	key.resourceVersion = obj.GetResourceVersion()
-	if key.resourceVersion != "" {
-		r.cache.Add(key, class)
-	}
-	return class
+	return r.templates.Previous(ctx, old, current)
 }
 
 // Failure is a binding ClassifyAll could not classify, and why.
@@ -336,7 +261,7 @@ func (r *Resolver) ClassifyAll(ctx context.Context, bindings []workv1alpha2.Reso
 		}
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		gk := gv.WithKind(ref.Kind).GroupKind()
-		if _, known := templates[gk]; err != nil || !known {
+		if _, known := podTemplates[gk]; err != nil || !known {
 			_, err := r.Class(ctx, ref)
 			failed = append(failed, Failure{Binding: rb.Name, Err: err})
 			continue
@@ -359,7 +284,7 @@ func (r *Resolver) ClassifyAll(ctx context.Context, bindings []workv1alpha2.Reso
 			}
 			continue
 		}
-		current, err := r.listClasses(ctx, k.namespace, k.gk)
+		current, _, err := r.templates.All(ctx, k.namespace, k.gk)
 		if err != nil {
 			return nil, err
 		}
@@ -375,28 +300,4 @@ func (r *Resolver) ClassifyAll(ctx context.Context, bindings []workv1alpha2.Reso
 	}
 	slices.SortFunc(failed, func(a, b Failure) int { return strings.Compare(a.Binding, b.Binding) })
 	return failed, nil
-}
-
-// listClasses reads every template of a kind in a namespace, page by page, remembers each version's class, and
-// returns the classes by template name.
-func (r *Resolver) listClasses(ctx context.Context, namespace string, gk schema.GroupKind) (map[string]string, error) {
-	t := templates[gk]
-	classes := map[string]string{}
-	continueToken := ""
-	for {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: gk.Group, Version: t.version, Kind: gk.Kind + "List"})
-		if err := r.reader.List(ctx, list, client.InNamespace(namespace), client.Limit(listPageSize), client.Continue(continueToken)); err != nil {
-			return nil, fmt.Errorf("listing %s in %s for their priority classes: %w", gk.Kind, namespace, err)
-		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			key := version{namespace: namespace, group: gk.Group, kind: gk.Kind, name: obj.GetName()}
-			classes[obj.GetName()] = r.remember(key, obj, t)
-		}
-		continueToken = list.GetContinue()
-		if continueToken == "" {
-			return classes, nil
-		}
-	}
 }

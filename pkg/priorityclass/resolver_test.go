@@ -372,7 +372,7 @@ func TestPrevious(t *testing.T) {
 	if class, ok := resolver.Previous(context.Background(), oldRef, newRef); ok {
 		t.Errorf("Previous = %q: the old version was never read, only the current one", class)
 	}
-	resolver.cache.Add(versionOf(oldRef), "high")
+	resolver.templates.Remember(oldRef, "high")
 	if class, ok := resolver.Previous(context.Background(), oldRef, newRef); !ok || class != "high" {
 		t.Errorf("Previous = %q, %v; want the remembered high", class, ok)
 	}
@@ -396,7 +396,7 @@ func BenchmarkClassifyAllCached(b *testing.B) {
 	for i := range originals {
 		rb := utiltesting.MakeBinding(ns, fmt.Sprintf("app-%05d", i)).Replicas(3).Requests(utiltesting.List("cpu", "250m")).Cluster("member1", 3).Obj()
 		rb.Spec.Resource.ResourceVersion = fmt.Sprint(i + 1)
-		resolver.cache.Add(versionOf(rb.Spec.Resource), "high")
+		resolver.templates.Remember(rb.Spec.Resource, "high")
 		originals[i] = *rb
 	}
 	bindings := make([]workv1alpha2.ResourceBinding, n)

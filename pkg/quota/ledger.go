@@ -110,8 +110,11 @@ func (l *Ledger) parse(list corev1.ResourceList) resources.List {
 type Demand struct {
 	Key   Key
 	Owner quotav1alpha1.ReservationOwner
-	// Increase holds the limited resources the write increases, by how much.
+	// Increase holds the limited resources the write increases, by how much: what it reserves.
 	Increase resources.List
+	// Checked is the part of Increase checked against hard: all of it, but for the replicas replacing those a
+	// graceful eviction keeps running (usage.Charge.Entitled), which are a move. Nil means all of Increase.
+	Checked resources.List
 	// Missing lists limited compute resources the binding places new replicas without requesting.
 	Missing []corev1.ResourceName
 }
@@ -128,6 +131,20 @@ func (l *Ledger) Demand(key Key, owner quotav1alpha1.ReservationOwner, newUsage 
 	for name, v := range usage.Delta(newCharge, oldCharge) {
 		if _, limited := l.hard[name]; limited && v > 0 {
 			d.Increase[name] = v
+		}
+	}
+	if newCharge.Entitled != nil || (oldCharge != nil && oldCharge.Entitled != nil) {
+		// A failover runs: what admission checks is the growth of what the binding is entitled to; what it
+		// reserves, the larger of that and the growth of what runs, so that a concurrent admission sees the
+		// replacement charged before the controller has observed it.
+		d.Checked = resources.List{}
+		for name, v := range usage.EntitledDelta(newCharge, oldCharge) {
+			if _, limited := l.hard[name]; limited && v > 0 {
+				d.Checked[name] = v
+				if v > d.Increase[name] {
+					d.Increase[name] = v
+				}
+			}
 		}
 	}
 
@@ -174,9 +191,13 @@ type Exceeded struct {
 // admitted.
 func (l *Ledger) Check(d Demand) *Denial {
 	prior := l.Find(d.Key)
+	checked := d.Increase
+	if d.Checked != nil {
+		checked = d.Checked
+	}
 	var denial Denial
-	for _, name := range d.Increase.Names() {
-		inc := d.Increase[name]
+	for _, name := range checked.Names() {
+		inc := checked[name]
 		var already int64
 		if prior != nil {
 			already = prior.Amount[name]

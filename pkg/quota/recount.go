@@ -44,6 +44,12 @@ type Observation struct {
 	// to run is charged where it is more than its binding places there (usage.Usage.Works), and a Work observed
 	// settles the reservation its admission made.
 	Works []ObservedWork
+	// Held is, by binding name, what the bindings' templates hold on members besides their pods (usage.Held):
+	// read only for a quota that limits any of it; a binding absent holds nothing this quota counts.
+	Held map[string]usage.Held
+	// EvictionTimeout is how long Karmada keeps evicting replicas when a task names no grace period of its own
+	// (karmada-controller-manager's --graceful-eviction-timeout).
+	EvictionTimeout time.Duration
 	// Gone reports whether a binding or Work UID was deleted, to settle its reservations at once; nil knows of none.
 	Gone func(types.UID) bool
 	// Now decides what has expired.
@@ -72,6 +78,11 @@ type Tally struct {
 	Used resources.List
 	// Clusters splits Used by member cluster; a cluster using nothing the quota limits is absent.
 	Clusters map[string]resources.List
+	// Evicting is the part of Clusters kept there only through a graceful eviction (usage.Charge.Evicting).
+	Evicting map[string]resources.List
+	// EvictingUntil is, per cluster in Evicting, when the last eviction there ends at the latest; nil while one is
+	// held until released, or its start is unknown.
+	EvictingUntil map[string]*time.Time
 	// Settled are the reservations dropped; Expired of them expired without their write being observed.
 	Settled []Reservation
 	Expired int
@@ -131,7 +142,7 @@ func Recount(l *Ledger, o Observation) Tally {
 		if o.Unclassified[rb.Name] {
 			continue
 		}
-		u, err := usage.Of(rb)
+		u, err := usage.With(rb, o.Held[rb.Name])
 		if err != nil {
 			t.Malformed = append(t.Malformed, Malformed{Binding: rb.Name, Err: err})
 			continue
@@ -157,6 +168,7 @@ func Recount(l *Ledger, o Observation) Tally {
 			}
 			t.Clusters[cluster].Add(limited)
 		}
+		t.addEvicting(l, u, charge, o.EvictionTimeout)
 		if need, ok := l.waitsOn(rb, &charge); ok {
 			t.Waiting.add(rb, need)
 		}
@@ -192,16 +204,63 @@ func RenderedFrom(rb *workv1alpha2.ResourceBinding, workBindingID string) bool {
 	return workBindingID == "" || id == "" || workBindingID == id
 }
 
-// Targets reports whether rb still lists cluster among its targets. A Work of a cluster the binding left (its
-// replicas moved, the cluster unjoined) is on its way out with Karmada, and charging it would keep the move's
-// replicas charged twice, where the binding write that moved them was admitted as moving, not growing.
+// Targets reports whether rb still lists cluster among its targets, or keeps running there through a graceful
+// eviction. A Work of a cluster the binding left otherwise (its replicas moved, the cluster unjoined) is on its way
+// out with Karmada, and charging it would keep the move's replicas charged twice, where the binding write that
+// moved them was admitted as moving, not growing. An object pulled in by its dependents is on their clusters.
 func Targets(rb *workv1alpha2.ResourceBinding, cluster string) bool {
 	for _, tc := range rb.Spec.Clusters {
 		if tc.Name == cluster {
 			return true
 		}
 	}
+	for _, task := range rb.Spec.GracefulEvictionTasks {
+		if task.FromCluster == cluster {
+			return true
+		}
+	}
+	if len(rb.Spec.Clusters) == 0 {
+		for _, by := range rb.Spec.RequiredBy {
+			for _, tc := range by.Clusters {
+				if tc.Name == cluster {
+					return true
+				}
+			}
+		}
+	}
 	return false
+}
+
+// addEvicting records what charge keeps on clusters through u's graceful evictions, and until when.
+func (t *Tally) addEvicting(l *Ledger, u usage.Usage, charge usage.Charge, timeout time.Duration) {
+	for cluster, kept := range charge.Evicting {
+		limited := l.Limited(kept)
+		if len(limited) == 0 {
+			continue
+		}
+		if t.Evicting == nil {
+			t.Evicting, t.EvictingUntil = map[string]resources.List{}, map[string]*time.Time{}
+		}
+		until, seen := t.EvictingUntil[cluster]
+		if t.Evicting[cluster] == nil {
+			t.Evicting[cluster] = resources.List{}
+		}
+		t.Evicting[cluster].Add(limited)
+		for _, e := range u.Evictions {
+			if e.Cluster != cluster {
+				continue
+			}
+			end, ok := e.Until(timeout)
+			switch {
+			case !ok:
+				until = nil
+			case !seen || (until != nil && end.After(*until)):
+				until = &end
+			}
+			seen = true
+		}
+		t.EvictingUntil[cluster] = until
+	}
 }
 
 // Kinds of the writes a reservation can belong to.

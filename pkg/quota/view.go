@@ -35,6 +35,17 @@ func (l *Ledger) AuthorName(canonical corev1.ResourceName) corev1.ResourceName {
 	return canonical
 }
 
+// LimitsHeld reports whether the quota limits anything objects hold on members (resources.Held): claims, storage,
+// load balancers, node ports. Only then are templates read for it.
+func (l *Ledger) LimitsHeld() bool {
+	for name := range l.hard {
+		if _, class, err := resources.Canonical(name); err == nil && class == resources.Held {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseStatus converts a list from the quota's status (used, a cluster's used) to canonical amounts of the
 // resources the quota limits; anything else no longer counts here.
 func (l *Ledger) ParseStatus(list corev1.ResourceList) resources.List {

@@ -98,6 +98,9 @@ func isBytes(name corev1.ResourceName) bool {
 	case "requests.memory", "requests.ephemeral-storage":
 		return true
 	}
+	if _, storage := ClaimsOf(name); storage {
+		return true
+	}
 	return strings.HasPrefix(string(name), requestsPrefix+hugePagesPrefix)
 }
 

@@ -20,6 +20,10 @@ const (
 	Pods
 	// ObjectCount counts bound objects of one kind: 1 per binding.
 	ObjectCount
+	// Held is what the bound object itself holds on each member cluster it is sent to, whatever its pods: claims
+	// and their storage (a PersistentVolumeClaim, a StatefulSet's claim per replica), load balancers and node ports
+	// (a Service). Counted per member, as a member's own ResourceQuota would count the objects there.
+	Held
 )
 
 const (
@@ -35,16 +39,45 @@ var legacyObjectCounts = map[corev1.ResourceName]corev1.ResourceName{
 	corev1.ResourceServices:               "count/services",
 	corev1.ResourceSecrets:                "count/secrets",
 	corev1.ResourceConfigMaps:             "count/configmaps",
-	corev1.ResourcePersistentVolumeClaims: "count/persistentvolumeclaims",
 	corev1.ResourceReplicationControllers: "count/replicationcontrollers",
 	corev1.ResourceQuotas:                 "count/resourcequotas",
 }
 
-// unenforceable explains, for names a Kubernetes ResourceQuota knows, why a binding cannot be charged for them.
-var unenforceable = map[corev1.ResourceName]string{
-	corev1.ResourceServicesLoadBalancers: "a ResourceBinding does not carry the Service type; limit services instead",
-	corev1.ResourceServicesNodePorts:     "a ResourceBinding does not carry the Service type; limit services instead",
-	corev1.ResourceRequestsStorage:       "a ResourceBinding does not carry PersistentVolumeClaim storage requests; limit persistentvolumeclaims instead",
+// held are the names of what a bound object holds on each member (class Held), beside the per-storage-class ones
+// (StorageClassClaims, StorageClassStorage). persistentvolumeclaims counts the claims the members hold, as each
+// member's ResourceQuota counts its claims; count/persistentvolumeclaims counts PersistentVolumeClaim templates in
+// the Karmada control plane, as every count/ name counts templates.
+var held = map[corev1.ResourceName]bool{
+	corev1.ResourceRequestsStorage:        true,
+	corev1.ResourcePersistentVolumeClaims: true,
+	corev1.ResourceServicesLoadBalancers:  true,
+	corev1.ResourceServicesNodePorts:      true,
+}
+
+// storageClassSuffix joins a storage class name to the claim resources limited in that class.
+const storageClassSuffix = ".storageclass.storage.k8s.io/"
+
+// StorageClassStorage is the storage claims of class request: <class>.storageclass.storage.k8s.io/requests.storage.
+func StorageClassStorage(class string) corev1.ResourceName {
+	return corev1.ResourceName(class + storageClassSuffix + string(corev1.ResourceRequestsStorage))
+}
+
+// StorageClassClaims is the number of claims of class: <class>.storageclass.storage.k8s.io/persistentvolumeclaims.
+func StorageClassClaims(class string) corev1.ResourceName {
+	return corev1.ResourceName(class + storageClassSuffix + string(corev1.ResourcePersistentVolumeClaims))
+}
+
+// ClaimsOf names, for a storage name (requests.storage or a class's), the claims that must request it: a claim
+// counted there without a storage request would hold storage no quota counts. ok is false for any other name.
+func ClaimsOf(storage corev1.ResourceName) (claims corev1.ResourceName, ok bool) {
+	if storage == corev1.ResourceRequestsStorage {
+		return corev1.ResourcePersistentVolumeClaims, true
+	}
+	class, found := strings.CutSuffix(string(storage), storageClassSuffix+string(corev1.ResourceRequestsStorage))
+	if !found {
+		return "", false
+	}
+	return StorageClassClaims(class), true
 }
 
 // Canonical returns the single name the accounting uses for a quota key, and its class. Bare compute names and
@@ -67,17 +100,24 @@ func Canonical(name corev1.ResourceName) (corev1.ResourceName, Class, error) {
 	if c, ok := legacyObjectCounts[name]; ok {
 		return c, ObjectCount, nil
 	}
-	if why, ok := unenforceable[name]; ok {
-		return "", 0, fmt.Errorf("cannot be enforced: %s", why)
+	if held[name] {
+		return name, Held, nil
 	}
-	if strings.HasSuffix(s, ".storageclass.storage.k8s.io/requests.storage") ||
-		strings.HasSuffix(s, ".storageclass.storage.k8s.io/persistentvolumeclaims") {
-		return "", 0, fmt.Errorf("cannot be enforced: a ResourceBinding does not carry a PersistentVolumeClaim's storage class")
+	if class, resource, ok := strings.Cut(s, storageClassSuffix); ok {
+		if resource != string(corev1.ResourceRequestsStorage) && resource != string(corev1.ResourcePersistentVolumeClaims) {
+			return "", 0, fmt.Errorf("unknown resource: a storage class limits only <class>%srequests.storage and <class>%spersistentvolumeclaims",
+				storageClassSuffix, storageClassSuffix)
+		}
+		if errs := validation.IsDNS1123Subdomain(class); len(errs) > 0 {
+			return "", 0, fmt.Errorf("storage class %q is not a valid StorageClass name: %s", class, strings.Join(errs, "; "))
+		}
+		return name, Held, nil
 	}
 	compute := strings.TrimPrefix(s, requestsPrefix)
 	if !IsComputeName(corev1.ResourceName(compute)) {
 		return "", 0, fmt.Errorf("unknown resource: not a compute resource (cpu, memory, ephemeral-storage, hugepages-<size>, " +
-			"or an extended resource such as example.com/gpu), pods, or an object count (count/<resource>.<group>)")
+			"or an extended resource such as example.com/gpu), pods, storage (requests.storage, persistentvolumeclaims, " +
+			"<class>.storageclass.storage.k8s.io/...), services.loadbalancers, services.nodeports, or an object count (count/<resource>.<group>)")
 	}
 	return RequestName(corev1.ResourceName(compute)), Compute, nil
 }

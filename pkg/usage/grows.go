@@ -7,8 +7,9 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 )
 
-// Grows reports whether moving a binding from old (nil for a create) to new could raise what any quota counts,
-// whatever its scope and limits: an increase of objects, or of replicas or requests under some priority class, or
+// Grows reports whether moving a binding from old (nil for a create) to new could raise what any quota counts or
+// holds it to, whatever its scope and limits: an increase of objects, or of replicas or requests under some
+// priority class (placed, or asked for during a failover), or
 // a cpu or memory request dropped from placed replicas. When it is false no quota can refuse the write, so
 // admission needs no quota read at all; Karmada rewrites bindings often for reasons unrelated to quota.
 func Grows(newUsage Usage, old *Usage) bool {
@@ -24,7 +25,10 @@ func Grows(newUsage Usage, old *Usage) bool {
 	}
 	for class := range classes {
 		sel := exactly(class)
-		if positive(newUsage.Charge(sel).Total, old.Charge(sel).Total) {
+		newCharge, oldCharge := newUsage.Charge(sel), old.Charge(sel)
+		// What the binding is entitled to grows without what runs growing when a binding under eviction asks for
+		// more replicas before the scheduler places them (Charge.Entitled): that write is the growth to check.
+		if positive(newCharge.Total, oldCharge.Total) || positive(newCharge.Admitted(), oldCharge.Admitted()) {
 			return true
 		}
 		// Per class, as a scoped quota sees it: a request dropped in one class is not excused by another class

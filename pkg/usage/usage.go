@@ -6,6 +6,7 @@ package usage
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,9 @@ type Usage struct {
 	// Objects counts the bound object: count/<resource>.<group> is 1 from the moment the binding exists.
 	Objects resources.List
 	// Placed lists the replica sets placed on member clusters: one per cluster, or one per cluster and component
-	// for a multi-component binding. An unscheduled binding places nothing.
+	// for a multi-component binding. An unscheduled binding places nothing. A cluster that receives the object
+	// without replicas (a PersistentVolumeClaim, a Service) has a set of no replicas when the object holds
+	// something there (Held.PerCluster).
 	Placed []Placed
 	// Works holds, by member cluster, what the binding's Work there asks that member to run (its manifests read as
 	// the member receives them: overrides applied, replicas revised, a DaemonSet's pod per node, a CronJob's Jobs
@@ -29,6 +32,15 @@ type Usage struct {
 	// resource, it is charged (Charge). Nil for a binding alone (admission of binding writes, clusters without a
 	// Work yet).
 	Works map[string][]Placed
+	// Evicting lists the replica sets Karmada keeps on clusters it is gracefully evicting the binding from
+	// (spec.gracefulEvictionTasks): no longer placed, still running until the task ends. They are charged, on their
+	// cluster, like placed ones; Evictions says until when.
+	Evicting []Placed
+	// Evictions are the binding's graceful eviction tasks, one per cluster, in its order.
+	Evictions []Eviction
+	// Target is what the binding asks in all (Wanted): the size a failover's replacement restores. Set only while
+	// something evicts; see Charge.Entitled.
+	Target []Placed
 }
 
 // Placed is a set of identical replicas placed on one member cluster.
@@ -36,17 +48,69 @@ type Placed struct {
 	Cluster       string
 	PriorityClass string
 	Replicas      int64
-	// PerReplica holds each replica's requests under their canonical names (requests.cpu, ...). A request of
-	// zero is kept: it was made, which matters to the rule that a limited resource must be requested.
+	// PerReplica holds each replica's requests under their canonical names (requests.cpu, ...), and what each
+	// replica holds besides (a StatefulSet's claims, Held.PerReplica). A request of zero is kept: it was made,
+	// which matters to the rule that a limited resource must be requested.
 	PerReplica resources.List
+	// PerCluster is what the set holds on its cluster once, whatever its replicas (Held.PerCluster).
+	PerCluster resources.List
+}
+
+// Held is what a binding's template makes each member hold besides its pods' requests, under the canonical names
+// of class resources.Held. The template says it, the binding does not: callers read it from the template
+// (interpreter.HeldBy) and hand it to With.
+type Held struct {
+	// PerReplica is held once for each replica placed: a StatefulSet's claim per volumeClaimTemplate.
+	PerReplica resources.List
+	// PerCluster is held once on each member cluster the object is sent to: a PersistentVolumeClaim's claim and
+	// storage, a Service's load balancer and node ports.
+	PerCluster resources.List
+}
+
+// Eviction is one cluster Karmada is gracefully evicting a binding from.
+type Eviction struct {
+	Cluster string
+	// Since is when the task was made (zero if Karmada did not stamp it).
+	Since time.Time
+	// GracePeriod is the task's own grace period; nil leaves it to karmada-controller-manager's
+	// --graceful-eviction-timeout.
+	GracePeriod *time.Duration
+	// Held is set when nothing ends the task but someone releasing it (suppressDeletion, purgeMode Never).
+	Held bool
+}
+
+// Until is when the eviction ends at the latest, given Karmada's default timeout; ok is false while it is held
+// until released, or when Karmada did not stamp the task's creation.
+func (e Eviction) Until(defaultTimeout time.Duration) (until time.Time, ok bool) {
+	if e.Held || e.Since.IsZero() {
+		return time.Time{}, false
+	}
+	grace := defaultTimeout
+	if e.GracePeriod != nil {
+		grace = *e.GracePeriod
+	}
+	return e.Since.Add(grace), true
 }
 
 // Charge is the part of a binding's usage that one quota counts.
 type Charge struct {
 	// Total over all member clusters, object counts included.
 	Total resources.List
-	// Clusters splits compute and pods by member cluster.
+	// Clusters splits what members hold and run by member cluster (all but object counts).
 	Clusters map[string]resources.List
+	// Evicting is the part of Clusters kept only through a graceful eviction, by cluster; nil when none is.
+	Evicting map[string]resources.List
+	// Entitled is what admission holds the binding to: Total, except while a graceful eviction runs, when the
+	// replicas that replace the evicting ones are a move, not growth. It is nil when it equals Total (Admitted).
+	Entitled resources.List
+}
+
+// Admitted is what admission checks against hard for the binding (Entitled, or Total when nothing evicts).
+func (c Charge) Admitted() resources.List {
+	if c.Entitled != nil {
+		return c.Entitled
+	}
+	return c.Total
 }
 
 // MaxPlacedSets bounds the replica sets Of lists for one multi-component binding (components × clusters). No
@@ -55,10 +119,16 @@ type Charge struct {
 // cluster, bounded by the size of the object itself.
 const MaxPlacedSets = 100_000
 
-// Of computes what rb uses. It refuses, with a field path, what no real binding carries: negative replicas,
-// negative requests, an unparsable resource reference. Deleting bindings count like any other: their workloads
-// run until they are gone.
+// Of computes what rb uses, from the binding alone: for a binding whose template holds nothing on members
+// besides its pods (With).
 func Of(rb *workv1alpha2.ResourceBinding) (Usage, error) {
+	return With(rb, Held{})
+}
+
+// With computes what rb uses, held being what its template holds on members besides its pods. It refuses, with a
+// field path, what no real binding carries: negative replicas, negative requests, an unparsable resource
+// reference. Deleting bindings count like any other: their workloads run until they are gone.
+func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 	spec := field.NewPath("spec")
 	objects, err := objectCount(rb.Spec.Resource, spec.Child("resource"))
 	if err != nil {
@@ -73,13 +143,14 @@ func Of(rb *workv1alpha2.ResourceBinding) (Usage, error) {
 		bindingRequests = rr.ResourceRequest
 	}
 
+	var sets func(cluster string, replicas int32) []Placed
 	if len(rb.Spec.Components) > 0 {
 		// Karmada places a multi-component workload as whole sets: every cluster it lists runs each component at
 		// the component's replica count.
-		if sets := len(rb.Spec.Components) * len(rb.Spec.Clusters); sets > MaxPlacedSets {
+		if n := len(rb.Spec.Components) * (len(rb.Spec.Clusters) + len(rb.Spec.GracefulEvictionTasks)); n > MaxPlacedSets {
 			return Usage{}, field.Invalid(spec.Child("components"), len(rb.Spec.Components), fmt.Sprintf(
 				"%d components on %d clusters make %d replica sets, more than the %d karmada-quota counts for one binding",
-				len(rb.Spec.Components), len(rb.Spec.Clusters), sets, MaxPlacedSets))
+				len(rb.Spec.Components), len(rb.Spec.Clusters)+len(rb.Spec.GracefulEvictionTasks), n, MaxPlacedSets))
 		}
 		components := make([]Placed, 0, len(rb.Spec.Components))
 		for i, c := range rb.Spec.Components {
@@ -98,49 +169,112 @@ func Of(rb *workv1alpha2.ResourceBinding) (Usage, error) {
 			}
 			components = append(components, p)
 		}
-		for _, tc := range rb.Spec.Clusters {
-			for _, p := range components {
-				p.Cluster = tc.Name
-				u.Placed = append(u.Placed, p)
+		sets = func(cluster string, _ int32) []Placed {
+			out := make([]Placed, len(components))
+			for i, p := range components {
+				p.Cluster = cluster
+				out[i] = p
 			}
+			if len(held.PerCluster) > 0 && len(out) > 0 {
+				out[0].PerCluster = held.PerCluster
+			}
+			return out
 		}
-		return u, nil
+	} else {
+		perReplicaRequests, err := perReplica(bindingRequests, spec.Child("replicaRequirements", "resourceRequest"))
+		if err != nil {
+			return Usage{}, err
+		}
+		if len(held.PerReplica) > 0 {
+			perReplicaRequests = perReplicaRequests.Clone()
+			if perReplicaRequests == nil {
+				perReplicaRequests = resources.List{}
+			}
+			perReplicaRequests.Add(held.PerReplica)
+		}
+		sets = func(cluster string, replicas int32) []Placed {
+			// A cluster listed with no replicas holds a non-workload object (a ConfigMap, a Service): no compute,
+			// and whatever the object itself holds there.
+			if replicas == 0 && len(held.PerCluster) == 0 {
+				return nil
+			}
+			p := Placed{Cluster: cluster, PriorityClass: bindingClass, Replicas: int64(replicas), PerCluster: held.PerCluster}
+			if replicas > 0 {
+				p.PerReplica = perReplicaRequests
+			}
+			return []Placed{p}
+		}
 	}
 
-	perReplicaRequests, err := perReplica(bindingRequests, spec.Child("replicaRequirements", "resourceRequest"))
-	if err != nil {
-		return Usage{}, err
-	}
 	for i, tc := range rb.Spec.Clusters {
 		if tc.Replicas < 0 {
 			return Usage{}, field.Invalid(spec.Child("clusters").Index(i).Child("replicas"), tc.Replicas, "must not be negative")
 		}
-		// A cluster listed with no replicas holds a non-workload object (a ConfigMap, a Service): no compute.
-		if tc.Replicas == 0 {
-			continue
+		u.Placed = append(u.Placed, sets(tc.Name, tc.Replicas)...)
+	}
+	if len(held.PerCluster) > 0 && len(rb.Spec.Clusters) == 0 {
+		// An object pulled in by its dependents (propagateDeps) is sent wherever they are: its binding lists no
+		// clusters of its own, and names them under requiredBy.
+		for _, cluster := range requiredClusters(rb) {
+			u.Placed = append(u.Placed, sets(cluster, 0)...)
 		}
-		u.Placed = append(u.Placed, Placed{
-			Cluster:       tc.Name,
-			PriorityClass: bindingClass,
-			Replicas:      int64(tc.Replicas),
-			PerReplica:    perReplicaRequests,
-		})
+	}
+	for i, task := range rb.Spec.GracefulEvictionTasks {
+		path := spec.Child("gracefulEvictionTasks").Index(i)
+		var replicas int32
+		if task.Replicas != nil {
+			if replicas = *task.Replicas; replicas < 0 {
+				return Usage{}, field.Invalid(path.Child("replicas"), replicas, "must not be negative")
+			}
+		}
+		u.Evicting = append(u.Evicting, sets(task.FromCluster, replicas)...)
+		e := Eviction{Cluster: task.FromCluster, Held: task.SuppressDeletion != nil && *task.SuppressDeletion}
+		if task.CreationTimestamp != nil {
+			e.Since = task.CreationTimestamp.Time
+		}
+		if task.GracePeriodSeconds != nil {
+			grace := time.Duration(*task.GracePeriodSeconds) * time.Second
+			e.GracePeriod = &grace
+		}
+		u.Evictions = append(u.Evictions, e)
+	}
+	if len(u.Evicting) > 0 {
+		u.Target = sets("", rb.Spec.Replicas)
 	}
 	return u, nil
 }
 
+// requiredClusters are the clusters the bindings that depend on rb place it on, each once, in order.
+func requiredClusters(rb *workv1alpha2.ResourceBinding) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, by := range rb.Spec.RequiredBy {
+		for _, tc := range by.Clusters {
+			if !seen[tc.Name] {
+				seen[tc.Name] = true
+				out = append(out, tc.Name)
+			}
+		}
+	}
+	return out
+}
+
 // Charge returns the part of u that a quota with selector sel counts. A scoped quota counts the replica sets
 // whose priority class it selects; object counts have no priority class and only unscoped quotas count them
-// (validation refuses object counts under a scope, as Kubernetes does). On each member cluster, the charge is the
-// larger, resource by resource, of what the binding places there and what its Work asks there: the placement is
-// what the scheduler was admitted for, the Work what the member runs (an OverridePolicy raising requests on one
-// member, a DaemonSet's pods, a CronJob's Jobs), and each was admitted against the quota in its own write, so
-// the larger is never less than what runs and never charges one pod twice.
+// (validation refuses object counts and held resources under a scope, as Kubernetes does). On each member cluster,
+// the charge is the larger, resource by resource, of what the binding places or keeps evicting there and what its
+// Work asks there: the placement is what the scheduler was admitted for, the Work what the member runs (an
+// OverridePolicy raising requests on one member, a DaemonSet's pods, a CronJob's Jobs), and each was admitted
+// against the quota in its own write, so the larger is never less than what runs and never charges one pod twice.
+//
+// Replicas kept through a graceful eviction are charged where they run, like placed ones. What admission holds
+// the binding to (Entitled) is less while they run: the larger of the placement and the binding's Target, but
+// never more than placement and evicting replicas together. So the eviction (replicas leave spec.clusters for
+// an eviction task) and their replacement (the scheduler places them again elsewhere, up to the binding's
+// replicas) are moves, admitted in a namespace at its limit, while the namespace is charged both until the task
+// ends; any other growth is checked, and a namespace over hard because of a failover admits no other growth.
 func (u Usage) Charge(sel Selector) Charge {
 	c := Charge{Total: resources.List{}, Clusters: map[string]resources.List{}}
-	if !sel.Scoped() {
-		c.Total.Add(u.Objects)
-	}
 	on := func(cluster string) resources.List {
 		l := c.Clusters[cluster]
 		if l == nil {
@@ -149,13 +283,21 @@ func (u Usage) Charge(sel Selector) Charge {
 		}
 		return l
 	}
-	for _, p := range u.Placed {
-		if !sel.Matches(p.PriorityClass) {
-			continue
+	placed := sum(u.Placed, sel, on)
+	var evicting resources.List
+	if len(u.Evicting) > 0 {
+		c.Evicting = map[string]resources.List{}
+		evicting = sum(u.Evicting, sel, func(cluster string) resources.List {
+			l := c.Evicting[cluster]
+			if l == nil {
+				l = resources.List{}
+				c.Evicting[cluster] = l
+			}
+			return l
+		})
+		for cluster, l := range c.Evicting {
+			on(cluster).Add(l)
 		}
-		used := p.used()
-		on(p.Cluster).Add(used)
-		c.Total.Add(used)
 	}
 	for cluster, sets := range u.Works {
 		asked := resources.List{}
@@ -167,15 +309,61 @@ func (u Usage) Charge(sel Selector) Charge {
 		if len(asked) == 0 {
 			continue
 		}
-		placed := on(cluster)
+		charged := on(cluster)
+		out := c.Evicting[cluster]
 		for name, v := range asked {
-			if more := resources.Sub(v, placed[name]); more > 0 {
-				placed[name] = v
-				c.Total[name] = resources.Add(c.Total[name], more)
+			more := resources.Sub(v, charged[name])
+			if more <= 0 {
+				continue
+			}
+			charged[name] = v
+			if out != nil {
+				// The Work of a cluster being evicted runs only until the task ends, as its placement did.
+				out[name] = resources.Add(out[name], more)
+				evicting[name] = resources.Add(evicting[name], more)
+			} else {
+				placed[name] = resources.Add(placed[name], more)
 			}
 		}
 	}
+	for _, l := range c.Clusters {
+		c.Total.Add(l)
+	}
+	if len(c.Evicting) > 0 {
+		// Entitled = max(placed, min(target, placed + evicting)), resource by resource.
+		target := sum(u.Target, sel, func(string) resources.List { return resources.List{} })
+		c.Entitled = placed.Clone()
+		for name, v := range target {
+			if room := resources.Add(placed[name], evicting[name]); v > room {
+				v = room
+			}
+			if v > c.Entitled[name] {
+				c.Entitled[name] = v
+			}
+		}
+	}
+	if !sel.Scoped() {
+		c.Total.Add(u.Objects)
+		if c.Entitled != nil {
+			c.Entitled.Add(u.Objects)
+		}
+	}
 	return c
+}
+
+// sum adds what the sets sel selects use into the list at(cluster) gives for each set's cluster, and returns
+// their total.
+func sum(sets []Placed, sel Selector, at func(cluster string) resources.List) resources.List {
+	total := resources.List{}
+	for _, p := range sets {
+		if !sel.Matches(p.PriorityClass) {
+			continue
+		}
+		used := p.used()
+		at(p.Cluster).Add(used)
+		total.Add(used)
+	}
+	return total
 }
 
 func sortedKeys(m map[string][]Placed) []string {
@@ -190,20 +378,31 @@ func sortedKeys(m map[string][]Placed) []string {
 	return keys
 }
 
-// MissingRequests returns the CPU and memory requests, among limited (canonical names), that some replica set
-// selected by sel places replicas without making. Such a binding must not be admitted under a quota that limits
-// them: without a request, its replicas would run unlimited. Like a Kubernetes ResourceQuota, it asks nothing
-// else to be requested: a replica that requests no GPU or huge pages gets none, so a quota on them must not
-// refuse every workload that does not use them.
+// MissingRequests returns the requests, among limited (canonical names), that some replica set selected by sel
+// places replicas or claims without making. Such a binding must not be admitted under a quota that limits them:
+// without a request, its replicas would run unlimited, its claims take storage no quota counts. Like a Kubernetes
+// ResourceQuota, it asks nothing else to be requested: a replica that requests no GPU or huge pages gets none,
+// so a quota on them must not refuse every workload that does not use them.
 func (u Usage) MissingRequests(sel Selector, limited []corev1.ResourceName) []corev1.ResourceName {
 	var missing []corev1.ResourceName
 	seen := map[corev1.ResourceName]bool{}
 	check := func(p Placed) {
-		if p.Replicas == 0 || !sel.Matches(p.PriorityClass) {
+		if !sel.Matches(p.PriorityClass) {
 			return
 		}
 		for _, name := range limited {
-			if !mustBeRequested[name] || seen[name] {
+			if seen[name] {
+				continue
+			}
+			if claims, ok := resources.ClaimsOf(name); ok {
+				// A claim in that class (or any claim, for requests.storage) that requests no storage.
+				if claimsWithout(p.PerCluster, claims, name) || (p.Replicas > 0 && claimsWithout(p.PerReplica, claims, name)) {
+					seen[name] = true
+					missing = append(missing, name)
+				}
+				continue
+			}
+			if p.Replicas == 0 || !mustBeRequested[name] {
 				continue
 			}
 			if _, ok := p.PerReplica[name]; !ok {
@@ -222,6 +421,16 @@ func (u Usage) MissingRequests(sel Selector, limited []corev1.ResourceName) []co
 		}
 	}
 	return missing
+}
+
+// claimsWithout reports whether held counts claims without storage: a claim that requests none is still counted,
+// and its storage is then absent (interpreter.HeldBy).
+func claimsWithout(held resources.List, claims, storage corev1.ResourceName) bool {
+	if held[claims] == 0 {
+		return false
+	}
+	_, requested := held[storage]
+	return !requested
 }
 
 // mustBeRequested are the resources a quota can only limit if every replica requests them explicitly, the ones
@@ -245,11 +454,26 @@ func Delta(newCharge Charge, old *Charge) resources.List {
 	return d
 }
 
+// EntitledDelta is Delta of what admission holds a binding to (Charge.Admitted).
+func EntitledDelta(newCharge Charge, old *Charge) resources.List {
+	d := resources.List{}
+	d.Add(newCharge.Admitted())
+	if old != nil {
+		d.Sub(old.Admitted())
+	}
+	return d
+}
+
 func (p Placed) used() resources.List {
-	used := make(resources.List, len(p.PerReplica)+1)
-	used[corev1.ResourcePods] = p.Replicas
+	used := make(resources.List, len(p.PerReplica)+len(p.PerCluster)+1)
+	if p.Replicas > 0 || len(p.PerCluster) == 0 {
+		used[corev1.ResourcePods] = p.Replicas
+	}
 	for name, v := range p.PerReplica {
 		used[name] = resources.Mul(v, p.Replicas)
+	}
+	for name, v := range p.PerCluster {
+		used[name] = resources.Add(used[name], v)
 	}
 	return used
 }

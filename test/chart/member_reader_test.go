@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -86,8 +87,12 @@ func checkMemberReader(t reporter, r *rendering) {
 	}
 
 	policy := named("ClusterPropagationPolicy")
-	if placement, _, _ := unstructured.NestedMap(policy.Object, "spec", "placement"); len(placement) != 0 {
-		t.Errorf("ClusterPropagationPolicy %s places on %v, want every member, present and future", memberReader, placement)
+	// Every member, present and future, tainted ones included: nothing narrows the placement, and every taint is
+	// tolerated (a member Karmada evicts workloads from runs them until their eviction ends, and is read meanwhile).
+	placement, _, _ := unstructured.NestedMap(policy.Object, "spec", "placement")
+	tolerateAll := map[string]any{"clusterTolerations": []any{map[string]any{"operator": "Exists"}}}
+	if !reflect.DeepEqual(placement, tolerateAll) {
+		t.Errorf("ClusterPropagationPolicy %s places on %v, want every member, present and future, tainted or not", memberReader, placement)
 	}
 	selectors, _, _ := unstructured.NestedSlice(policy.Object, "spec", "resourceSelectors")
 	var selected []string

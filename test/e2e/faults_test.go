@@ -209,7 +209,7 @@ var _ = Describe("Faults under load", Label("faults"), Serial, func() {
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		notReady := since(downAt)
 
-		By("the bindings keep their placements there (Failover is off by default), so the quota keeps counting them")
+		By("the bindings keep their placements there (a not-Ready member is tainted NoSchedule only, failover or not), so the quota keeps counting them")
 		Eventually(func(g Gomega) {
 			q := &quotav1alpha1.KarmadaQuota{}
 			g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.quota}, q)).To(Succeed())

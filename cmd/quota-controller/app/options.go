@@ -30,6 +30,7 @@ type Options struct {
 	SettleBacklog           int
 	MemberSampleInterval    time.Duration
 	MemberGrace             time.Duration
+	GracefulEvictionTimeout time.Duration
 	// Certs manage the webhook's certificates; HostKubeconfig reaches the host cluster, where their Secrets live.
 	Certs          certs.Options
 	HostKubeconfig string
@@ -56,6 +57,7 @@ func NewOptions() *Options {
 		SettleBacklog:           controller.DefaultSettleBacklog,
 		MemberSampleInterval:    time.Minute,
 		MemberGrace:             2 * time.Minute,
+		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
 		Certs:                   certs.NewOptions(),
 	}
 }
@@ -94,6 +96,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MemberGrace, "member-grace", o.MemberGrace,
 		"How long a member may run more than a quota charges there before the quota's MembersWithinQuota condition turns False: "+
 			"a rolling update runs its surge pods for a while.")
+	fs.DurationVar(&o.GracefulEvictionTimeout, "graceful-eviction-timeout", o.GracefulEvictionTimeout,
+		"karmada-controller-manager's --graceful-eviction-timeout: how long Karmada keeps the replicas of a cluster it evicts a binding from, when "+
+			"the eviction names no grace period of its own. Only what quota status shows as evictingUntil depends on it; set it as Karmada's is.")
 	o.Certs.AddFlags(fs)
 	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig,
 		"Kubeconfig of the host cluster, where the certificate Secrets live; read only when --webhook-cert-mode is not none. Empty: $KUBECONFIG, else the pod's in-cluster config.")
@@ -110,6 +115,7 @@ func (o *Options) ControllerOptions() controller.Options {
 		SettleBacklog:        o.SettleBacklog,
 		MemberSampleInterval: o.MemberSampleInterval,
 		MemberGrace:          o.MemberGrace,
+		EvictionTimeout:      o.GracefulEvictionTimeout,
 		Clock:                clock.RealClock{},
 	}
 }

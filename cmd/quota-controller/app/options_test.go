@@ -195,6 +195,7 @@ func TestOptionsAddFlags(t *testing.T) {
 		SettleBacklog:           controller.DefaultSettleBacklog,
 		MemberSampleInterval:    30 * time.Second,
 		MemberGrace:             5 * time.Minute,
+		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
 		Certs:                   certs.NewOptions(),
 		HostKubeconfig:          "/etc/host/kubeconfig",
 	}
@@ -218,7 +219,7 @@ func TestOptionsControllerOptions(t *testing.T) {
 	o.MemberGrace = 3 * time.Minute
 	got := o.ControllerOptions()
 	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second, SettleInterval: time.Second,
-		SettleBacklog: controller.DefaultSettleBacklog, MemberGrace: 3 * time.Minute}
+		SettleBacklog: controller.DefaultSettleBacklog, MemberGrace: 3 * time.Minute, EvictionTimeout: controller.DefaultGracefulEvictionTimeout}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(controller.Options{}, "Clock")); diff != "" {
 		t.Errorf("controller options (-want +got):\n%s", diff)
 	}

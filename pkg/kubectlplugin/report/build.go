@@ -50,6 +50,15 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 		if c.Running != nil {
 			usage.Running = render(ledger, ledger.ParseStatus(c.Running))
 		}
+		if evicting := ledger.ParseStatus(c.Evicting).Positive(); len(evicting) > 0 {
+			usage.Evicting = render(ledger, evicting)
+			// The status leaves evictingUntil out while one of them waits for someone to release it.
+			if c.EvictingUntil != nil {
+				usage.EvictingUntil = timestamp(c.EvictingUntil.Time)
+			} else {
+				usage.EvictingHeld = true
+			}
+		}
 		out.Clusters = append(out.Clusters, usage)
 	}
 
@@ -279,10 +288,22 @@ func charge(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Ch
 	if total := ledger.Limited(counted.Total); len(total) > 0 {
 		c.Total = render(ledger, total)
 	}
-	for _, cluster := range sortedKeys(counted.Clusters) {
-		if used := ledger.Limited(counted.Clusters[cluster]); len(used) > 0 {
-			c.Clusters = append(c.Clusters, ClusterUsage{Cluster: cluster, Used: render(ledger, used)})
+	held := map[string]bool{}
+	for _, e := range u.Evictions {
+		if e.Held {
+			held[e.Cluster] = true
 		}
+	}
+	for _, cluster := range sortedKeys(counted.Clusters) {
+		used := ledger.Limited(counted.Clusters[cluster])
+		if len(used) == 0 {
+			continue
+		}
+		cu := ClusterUsage{Cluster: cluster, Used: render(ledger, used)}
+		if evicting := ledger.Limited(counted.Evicting[cluster]).Positive(); len(evicting) > 0 {
+			cu.Evicting, cu.EvictingHeld = render(ledger, evicting), held[cluster]
+		}
+		c.Clusters = append(c.Clusters, cu)
 	}
 	return c, true
 }

@@ -199,6 +199,48 @@ func TestDescribe(t *testing.T) {
 				}},
 			},
 		},
+		"a failover: what graceful evictions keep per cluster and until when; storage in bytes as kubectl shows it": {
+			quota: func() *quotav1alpha1.KarmadaQuota {
+				const gold = "gold.storageclass.storage.k8s.io/requests.storage"
+				q := ready(utiltesting.MakeQuota("team-a", "team-a").
+					Hard(list("cpu", "10", "pods", "20", "requests.storage", "107374182400", gold, "50Gi", "persistentvolumeclaims", "10")).
+					Used(list("cpu", "7", "pods", "13", "requests.storage", "21474836480", gold, "1500000000", "persistentvolumeclaims", "3")), 1).Obj()
+				until := metav1.NewTime(utiltesting.FixedTime.Add(10 * time.Minute))
+				q.Status.Clusters = []quotav1alpha1.ClusterUsage{
+					// Held until released (purgeMode Never): the status has no evictingUntil.
+					{Name: "member3", Used: list("cpu", "1", "pods", "1"), Evicting: list("cpu", "1", "pods", "1")},
+					// A failover from member1 ends at the latest 10 minutes after it began; a zero amount is left out.
+					{Name: "member1", Used: list("cpu", "4", "pods", "8", "requests.storage", "10737418240", gold, "1500000000", "persistentvolumeclaims", "2"),
+						Evicting:      list("cpu", "2", "pods", "4", "requests.storage", "10737418240", gold, "0", "persistentvolumeclaims", "1"),
+						EvictingUntil: &until},
+					// The replacement: nothing evicting.
+					{Name: "member2", Used: list("cpu", "2", "pods", "4", "requests.storage", "10Gi", "persistentvolumeclaims", "1")},
+				}
+				return q
+			}(),
+			want: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
+					Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1},
+				Resources: []Resource{
+					{Name: "cpu", Used: "7", Reserved: "0", Hard: "10", Available: "3", UsedPercent: 70},
+					{Name: "gold.storageclass.storage.k8s.io/requests.storage", Used: "1500M", Reserved: "0", Hard: "50Gi", Available: "52187091200", UsedPercent: 2},
+					{Name: "persistentvolumeclaims", Used: "3", Reserved: "0", Hard: "10", Available: "7", UsedPercent: 30},
+					{Name: "pods", Used: "13", Reserved: "0", Hard: "20", Available: "7", UsedPercent: 65},
+					{Name: "requests.storage", Used: "20Gi", Reserved: "0", Hard: "100Gi", Available: "80Gi", UsedPercent: 20},
+				},
+				Clusters: []ClusterUsage{
+					{Cluster: "member1",
+						Used: map[string]string{"cpu": "4", "pods": "8", "requests.storage": "10Gi",
+							"gold.storageclass.storage.k8s.io/requests.storage": "1500M", "persistentvolumeclaims": "2"},
+						Evicting:      map[string]string{"cpu": "2", "pods": "4", "requests.storage": "10Gi", "persistentvolumeclaims": "1"},
+						EvictingUntil: "2025-01-01T00:10:00Z"},
+					{Cluster: "member2", Used: map[string]string{"cpu": "2", "pods": "4", "requests.storage": "10Gi", "persistentvolumeclaims": "1"}},
+					{Cluster: "member3", Used: map[string]string{"cpu": "1", "pods": "1"},
+						Evicting: map[string]string{"cpu": "1", "pods": "1"}, EvictingHeld: true},
+				},
+			},
+		},
 		"a quota the controller never saw: enforced from spec.hard, status none yet": {
 			quota: utiltesting.MakeQuota("team-a", "new").Hard(list("memory", "1536Mi")).Obj(),
 			want: Quota{
@@ -389,6 +431,28 @@ func TestExplain(t *testing.T) {
 						Clusters: []ClusterUsage{
 							{Cluster: "member1", Used: map[string]string{"cpu": "1", "memory": "2Gi", "pods": "2"}},
 							{Cluster: "member2", Used: map[string]string{"cpu": "500m", "memory": "1Gi", "pods": "1"}},
+						}},
+				},
+			},
+		},
+		"scheduled during a failover: what the eviction keeps on the cluster it left is charged there, held until released": {
+			binding: utiltesting.MakeBinding("team-a", "web").Replicas(3).Requests(list("cpu", "500m", "memory", "1Gi")).
+				Cluster("member1", 2).Cluster("member2", 1).Evict("member1", nil, true).Cluster("member3", 2).
+				Scheduled(true, workv1alpha2.BindingReasonSuccess).Obj(),
+			quotas: quotas,
+			want: Why{
+				Workload: deployment("web"), Binding: "web", Verdict: Scheduled,
+				Condition: &Condition{Status: "True", Reason: workv1alpha2.BindingReasonSuccess},
+				Asks:      &Asks{Replicas: 3, Placed: 3, PerReplica: map[string]string{"cpu": "500m", "memory": "1Gi"}},
+				Charges: []Charge{
+					{Quota: "gpu"},
+					{Quota: "team-a", Selected: true,
+						Total: map[string]string{"count/deployments.apps": "1", "cpu": "2500m", "memory": "5Gi", "pods": "5"},
+						Clusters: []ClusterUsage{
+							{Cluster: "member1", Used: map[string]string{"cpu": "1", "memory": "2Gi", "pods": "2"},
+								Evicting: map[string]string{"cpu": "1", "memory": "2Gi", "pods": "2"}, EvictingHeld: true},
+							{Cluster: "member2", Used: map[string]string{"cpu": "500m", "memory": "1Gi", "pods": "1"}},
+							{Cluster: "member3", Used: map[string]string{"cpu": "1", "memory": "2Gi", "pods": "2"}},
 						}},
 				},
 			},

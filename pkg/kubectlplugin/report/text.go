@@ -53,7 +53,8 @@ func WriteQuotas(out io.Writer, quotas []Quota) error {
 
 // WriteQuota renders a quota in the shape of `kubectl describe resourcequota`: Name, Namespace, Scopes with their
 // meaning, then a Resource / Used / Reserved / Hard table sorted by resource name, then Karmada's additions: the
-// status's currency, use per member cluster, and the bindings waiting on the quota.
+// status's currency, use per member cluster and what graceful evictions keep there, and the bindings waiting on
+// the quota.
 func WriteQuota(out io.Writer, q Quota) error {
 	w := newDescribeWriter(out)
 	w.line(0, "Name:\t%s\n", q.Name)
@@ -125,6 +126,9 @@ func WriteQuota(out io.Writer, q Quota) error {
 	if err := w.flush(); err != nil {
 		return err
 	}
+	if err := writeEvicting(out, q.Clusters); err != nil {
+		return err
+	}
 
 	w = newDescribeWriter(out)
 	switch {
@@ -144,6 +148,35 @@ func WriteQuota(out io.Writer, q Quota) error {
 		return err
 	}
 	return writeReservations(out, q)
+}
+
+// writeEvicting lists, when a failover runs, what Karmada's graceful eviction keeps on each member cluster it moved
+// workloads away from: part of Used there, charged until the eviction ends, and when that is at the latest.
+func writeEvicting(out io.Writer, clusters []ClusterUsage) error {
+	if !slices.ContainsFunc(clusters, func(c ClusterUsage) bool { return len(c.Evicting) > 0 }) {
+		return nil
+	}
+	w := newDescribeWriter(out)
+	w.line(0, "Evicting (part of Used, kept through a failover until Karmada's graceful eviction ends):\n")
+	w.line(1, "Cluster\tEvicting\tUntil\n")
+	w.line(1, "-------\t--------\t-----\n")
+	for _, c := range clusters {
+		if len(c.Evicting) > 0 {
+			w.line(1, "%s\t%s\t%s\n", c.Cluster, amounts(c.Evicting), evictingUntil(c))
+		}
+	}
+	return w.flush()
+}
+
+// evictingUntil says when what a graceful eviction keeps on a cluster goes.
+func evictingUntil(c ClusterUsage) string {
+	switch {
+	case c.EvictingHeld:
+		return "held until released"
+	case c.EvictingUntil != "":
+		return c.EvictingUntil + " at the latest"
+	}
+	return "<unknown>"
 }
 
 // writeReservations lists what the Reserved column sums, when anything is reserved: who holds each reservation
@@ -399,6 +432,16 @@ func WriteWhy(out io.Writer, why Why) error {
 					row += "\t" + v
 				}
 				w.line(1, "%s\n", row)
+			}
+			for _, cl := range c.Clusters {
+				if len(cl.Evicting) == 0 {
+					continue
+				}
+				until := "until their replacement is healthy or the grace period ends"
+				if cl.EvictingHeld {
+					until = "until someone releases them (held)"
+				}
+				w.line(1, "On %s, Karmada's graceful eviction keeps %s of it %s.\n", cl.Cluster, amounts(cl.Evicting), until)
 			}
 		}
 		if err := w.flush(); err != nil {

@@ -133,6 +133,16 @@ type ClusterUsage struct {
 	Used    map[string]string `json:"used"`
 	// Running is what the namespace's pods there request, read from the member; absent when it was not read.
 	Running map[string]string `json:"running,omitempty"`
+	// Evicting is the part of Used that runs there only until Karmada's graceful eviction from that cluster ends:
+	// a failover moved bindings away, and Karmada keeps what they ran there until their replacement is healthy or
+	// the grace period ends. Only the resources some of which is evicting; absent when nothing is.
+	Evicting map[string]string `json:"evicting,omitempty"`
+	// EvictingUntil is when the last of them goes at the latest (RFC 3339), from the quota's status; empty while
+	// EvictingHeld, and in `why`, which cannot know karmada-controller-manager's default grace period.
+	EvictingUntil string `json:"evictingUntil,omitempty"`
+	// EvictingHeld is set while one of them is kept until someone releases it (a failover with purgeMode Never):
+	// nothing ends it by itself, and it is charged until then.
+	EvictingHeld bool `json:"evictingHeld,omitempty"`
 }
 
 // Waiting is a binding the scheduler could not place because a quota refused it, as one quota sees it.
@@ -314,6 +324,7 @@ type Charge struct {
 	Selected bool `json:"selected"`
 	// Total is what the quota counts for it, by limited resource; empty when it limits nothing it uses.
 	Total map[string]string `json:"total,omitempty"`
-	// Clusters split compute and pods by member cluster.
+	// Clusters split what the quota counts by member cluster (all but object counts), with what a graceful
+	// eviction keeps there.
 	Clusters []ClusterUsage `json:"clusters,omitempty"`
 }

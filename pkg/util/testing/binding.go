@@ -145,6 +145,40 @@ func (w *BindingWrapper) Cluster(name string, replicas int32) *BindingWrapper {
 	return w
 }
 
+// Evict moves a cluster's replicas into a graceful eviction task, as Karmada's GracefulEvictCluster does: the
+// cluster leaves spec.clusters and a task from it keeps its replicas (none for a cluster listed without). The task
+// is stamped at FixedTime with grace (nil: Karmada's timeout), held until released when held is set.
+func (w *BindingWrapper) Evict(cluster string, grace *int32, held bool) *BindingWrapper {
+	task := workv1alpha2.GracefulEvictionTask{FromCluster: cluster, Reason: "TaintUntolerated", Producer: "TaintManager",
+		GracePeriodSeconds: grace, CreationTimestamp: &FixedTime}
+	if held {
+		task.SuppressDeletion = &held
+	}
+	for i, tc := range w.Spec.Clusters {
+		if tc.Name == cluster {
+			if tc.Replicas > 0 {
+				replicas := tc.Replicas
+				task.Replicas = &replicas
+			}
+			w.Spec.Clusters = append(w.Spec.Clusters[:i:i], w.Spec.Clusters[i+1:]...)
+			break
+		}
+	}
+	w.Spec.GracefulEvictionTasks = append(w.Spec.GracefulEvictionTasks, task)
+	return w
+}
+
+// RequiredBy records that a binding placed on clusters depends on this one's object (propagateDeps): Karmada sends
+// the object wherever its dependents are, and lists them here instead of in spec.clusters.
+func (w *BindingWrapper) RequiredBy(dependent string, clusters ...string) *BindingWrapper {
+	snapshot := workv1alpha2.BindingSnapshot{Namespace: w.Namespace, Name: dependent}
+	for _, c := range clusters {
+		snapshot.Clusters = append(snapshot.Clusters, workv1alpha2.TargetCluster{Name: c})
+	}
+	w.Spec.RequiredBy = append(w.Spec.RequiredBy, snapshot)
+	return w
+}
+
 // Component adds a component of a multi-component workload. Nil requests leave the component without
 // replicaRequirements, as Karmada does when an interpreter reports none.
 func (w *BindingWrapper) Component(name string, replicas int32, requests corev1.ResourceList) *BindingWrapper {

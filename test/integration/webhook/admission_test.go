@@ -293,9 +293,12 @@ var _ = Describe("KarmadaQuota validation", func() {
 		Entry("a fractional pod count", func(ns string) *quotav1alpha1.KarmadaQuota {
 			return quota(ns, "q", list("pods", "1500m"))
 		}, "spec.hard[pods]", "must be an integer"),
-		Entry("Service type quotas", func(ns string) *quotav1alpha1.KarmadaQuota {
-			return quota(ns, "q", list("services.loadbalancers", "1"))
-		}, "spec.hard[services.loadbalancers]", "does not carry the Service type"),
+		Entry("load balancers under a scope", func(ns string) *quotav1alpha1.KarmadaQuota {
+			return scoped(quota(ns, "q", list("services.loadbalancers", "1")), corev1.ScopeSelectorOpExists)
+		}, "spec.hard[services.loadbalancers]", "cannot count claims, storage, load balancers or node ports"),
+		Entry("a storage class that is not a name", func(ns string) *quotav1alpha1.KarmadaQuota {
+			return quota(ns, "q", list("Gold_1.storageclass.storage.k8s.io/requests.storage", "1Gi"))
+		}, "spec.hard[Gold_1.storageclass.storage.k8s.io/requests.storage]", "is not a valid StorageClass name"),
 		Entry("an object count under a scope", func(ns string) *quotav1alpha1.KarmadaQuota {
 			return scoped(quota(ns, "q", list("count/deployments.apps", "1")), corev1.ScopeSelectorOpExists)
 		}, "spec.hard[count/deployments.apps]", "cannot count objects"),
@@ -307,7 +310,7 @@ var _ = Describe("KarmadaQuota validation", func() {
 	It("validates updates too", func() {
 		ns := newNamespace()
 		q := createQuota(quota(ns, "q", list("cpu", "1")))
-		q.Spec.Hard = list("cpu", "1", "services.nodeports", "1")
+		q.Spec.Hard = list("cpu", "1", "pods", "1500m")
 		Expect(apierrors.IsInvalid(k8s.Update(ctx, q))).To(BeTrue())
 	})
 })

@@ -172,7 +172,11 @@ spec:
     - apiVersion: rbac.authorization.k8s.io/v1
       kind: ClusterRoleBinding
       name: karmada-quota-member-reader
-  placement: {}
+  # On every member, tainted ones included: a member Karmada evicts workloads from (a NoExecute taint, a failover)
+  # still runs them until their graceful eviction ends, and its pods and nodes must be read meanwhile.
+  placement:
+    clusterTolerations:
+      - operator: Exists
 {{- if .Values.businessRoles.enabled }}
 ---
 # Read access to quotas for everyone bound to view, edit or admin in a namespace. As for a ResourceQuota, nobody

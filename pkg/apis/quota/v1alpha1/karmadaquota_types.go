@@ -28,9 +28,11 @@ type KarmadaQuota struct {
 type KarmadaQuotaSpec struct {
 	// Hard maps a resource name to the most the namespace may use across all member clusters.
 	// Bare compute names (cpu, memory, ephemeral-storage, hugepages-*, extended resources) mean their requests.
-	// form; pods counts replicas placed on member clusters; count/<resource>.<group>, services, secrets,
-	// configmaps and persistentvolumeclaims count bound objects. limits.* is refused: a ResourceBinding carries
-	// requests only, and a limit that cannot be enforced is never accepted.
+	// form; pods counts replicas placed on member clusters; requests.storage, persistentvolumeclaims (and their
+	// <class>.storageclass.storage.k8s.io/ forms), services.loadbalancers and services.nodeports count what the
+	// members hold: each claim, load balancer and node port once per member cluster it is on;
+	// count/<resource>.<group>, services, secrets and configmaps count bound objects. limits.* is refused: a
+	// ResourceBinding carries requests only, and a limit that cannot be enforced is never accepted.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('limits.'))",message="limits.* cannot be enforced: a ResourceBinding carries resource requests only; use requests.<name> or the bare name"
 	Hard corev1.ResourceList `json:"hard,omitempty"`
@@ -172,6 +174,16 @@ type ClusterUsage struct {
 	// Used in that cluster; keys mirror spec.hard.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
+	// Evicting is the part of Used that runs there only until Karmada's graceful eviction from that cluster ends:
+	// replicas, claims and load balancers of bindings that left the cluster (a taint-based or application
+	// failover), kept until their replacement is healthy or the grace period ends. They are charged while they run;
+	// their replacement elsewhere is admitted as a move, even in a namespace at its limit. Keys mirror spec.hard.
+	// +optional
+	Evicting corev1.ResourceList `json:"evicting,omitempty"`
+	// EvictingUntil is when the last of them goes at the latest: the end of the longest grace period. Absent
+	// while one of them is kept until someone releases it (a failover with purgeMode Never).
+	// +optional
+	EvictingUntil *metav1.Time `json:"evictingUntil,omitempty"`
 	// Running is what the namespace's pods in that cluster request, read from the member itself through Karmada's
 	// cluster proxy: the pods that have not terminated, counted as the member's own ResourceQuota would count them,
 	// those Karmada did not put there included. Keys mirror spec.hard; absent when the member was not read.

@@ -36,6 +36,17 @@ func (in *ClusterUsage) DeepCopyInto(out *ClusterUsage) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.Evicting != nil {
+		in, out := &in.Evicting, &out.Evicting
+		*out = make(v1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
+	if in.EvictingUntil != nil {
+		in, out := &in.EvictingUntil, &out.EvictingUntil
+		*out = (*in).DeepCopy()
+	}
 	if in.Running != nil {
 		in, out := &in.Running, &out.Running
 		*out = make(v1.ResourceList, len(*in))

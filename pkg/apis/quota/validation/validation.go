@@ -168,11 +168,8 @@ func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path, apply
 		if apply == everyRule && countsWhole(canonical, class) && !isWhole(value) {
 			violations = append(violations, violation{err: field.Invalid(fldPath.Key(string(key)), value.String(), notIntegerMsg)})
 		}
-		if scoped && class == resources.ObjectCount {
+		if why := unscopable[class]; scoped && why != "" {
 			keyPath := fldPath.Key(string(key))
-			// A scoped quota never counts objects (usage.Charge), so such a limit would be accepted and never enforced.
-			const why = "a PriorityClass scope cannot count objects: it selects replicas by their priority class; " +
-				"limit object counts in a quota without scopeSelector"
 			violations = append(violations, violation{
 				err:     field.Invalid(keyPath, string(key), why),
 				refusal: fmt.Errorf("%s: %s", keyPath, why),
@@ -182,10 +179,21 @@ func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path, apply
 	return keyOf, violations
 }
 
+// unscopable says, per class of resource a PriorityClass scope cannot count, why: a scoped quota counts only
+// replica sets of the classes it selects (usage.Charge), so such a limit would be accepted and never enforced.
+// Kubernetes refuses the same names under its PriorityClass scope.
+var unscopable = map[resources.Class]string{
+	resources.ObjectCount: "a PriorityClass scope cannot count objects: it selects replicas by their priority class; " +
+		"limit object counts in a quota without scopeSelector",
+	resources.Held: "a PriorityClass scope cannot count claims, storage, load balancers or node ports: they have no priority " +
+		"class; limit them in a quota without scopeSelector",
+}
+
 // countsWhole reports whether a resource only comes in whole units: replicas, objects, and extended resources,
 // which Kubernetes never lets a container request a fraction of.
 func countsWhole(canonical corev1.ResourceName, class resources.Class) bool {
 	if class != resources.Compute {
+		// Storage is bytes: a fraction of a byte is no more meaningful than of a pod, and Value rounds it up.
 		return true
 	}
 	bare := strings.TrimPrefix(string(canonical), "requests.")

@@ -103,14 +103,21 @@ func TestValidateKarmadaQuota(t *testing.T) {
 			wantDetail: "a ResourceBinding carries resource requests only; use requests.cpu",
 		},
 		{
-			name:       "service type",
-			spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: hard("services.loadbalancers", "1")},
-			wantErrs:   field.ErrorList{field.Invalid(hardPath.Key("services.loadbalancers"), nil, "")},
-			wantDetail: "does not carry the Service type",
+			name: "storage, claims, load balancers and node ports are limited per member",
+			spec: quotav1alpha1.KarmadaQuotaSpec{Hard: hard("requests.storage", "10Gi", "persistentvolumeclaims", "4",
+				"gold.storageclass.storage.k8s.io/requests.storage", "1Ti", "services.loadbalancers", "1", "services.nodeports", "2")},
 		},
 		{
-			name:     "storage requests",
-			spec:     quotav1alpha1.KarmadaQuotaSpec{Hard: hard("requests.storage", "1Gi")},
+			name: "storage under a PriorityClass scope",
+			spec: quotav1alpha1.KarmadaQuotaSpec{Hard: hard("requests.storage", "1Gi"), ScopeSelector: &quotav1alpha1.ScopeSelector{
+				MatchExpressions: []quotav1alpha1.ScopedResourceSelectorRequirement{{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpExists}},
+			}},
+			wantErrs:   field.ErrorList{field.Invalid(hardPath.Key("requests.storage"), nil, "")},
+			wantDetail: "a PriorityClass scope cannot count claims, storage, load balancers or node ports",
+		},
+		{
+			name:     "fractional storage bytes",
+			spec:     quotav1alpha1.KarmadaQuotaSpec{Hard: hard("requests.storage", "0.5")},
 			wantErrs: field.ErrorList{field.Invalid(hardPath.Key("requests.storage"), nil, "")},
 		},
 		{
