@@ -185,7 +185,7 @@ bench-status-write: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## W
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -run '^$$' -bench StatusWrite -benchtime $(or $(BENCHTIME),3000x) -count $(or $(COUNT),3) ./test/bench/internal/controlplane/
 
 .PHONY: bench-gates
-bench-gates: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What the Work and resource template gates add to a write through kube-apiserver, against no gate.
+bench-gates: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What the Work and resource template gates add to a write through kube-apiserver, against no gate; what template reads add to a binding write.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -run '^$$' -bench Gates -benchtime $(or $(BENCHTIME),500x) -count $(or $(COUNT),3) ./test/integration/webhook/
 
 .PHONY: test-faults

@@ -143,7 +143,10 @@ func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 		bindingRequests = rr.ResourceRequest
 	}
 
-	var sets func(cluster string, replicas int32) []Placed
+	// appendSets appends to dst the replica sets of cluster, where it runs replicas (for a multi-component binding,
+	// the whole set of components) or holds what the object holds there. Appending in place keeps the count of a
+	// binding to one allocation per list, whatever its clusters.
+	var appendSets func(dst []Placed, cluster string, replicas int32) []Placed
 	if len(rb.Spec.Components) > 0 {
 		// Karmada places a multi-component workload as whole sets: every cluster it lists runs each component at
 		// the component's replica count.
@@ -169,16 +172,15 @@ func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 			}
 			components = append(components, p)
 		}
-		sets = func(cluster string, _ int32) []Placed {
-			out := make([]Placed, len(components))
+		appendSets = func(dst []Placed, cluster string, _ int32) []Placed {
 			for i, p := range components {
 				p.Cluster = cluster
-				out[i] = p
+				if i == 0 {
+					p.PerCluster = held.PerCluster
+				}
+				dst = append(dst, p)
 			}
-			if len(held.PerCluster) > 0 && len(out) > 0 {
-				out[0].PerCluster = held.PerCluster
-			}
-			return out
+			return dst
 		}
 	} else {
 		perReplicaRequests, err := perReplica(bindingRequests, spec.Child("replicaRequirements", "resourceRequest"))
@@ -192,17 +194,17 @@ func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 			}
 			perReplicaRequests.Add(held.PerReplica)
 		}
-		sets = func(cluster string, replicas int32) []Placed {
+		appendSets = func(dst []Placed, cluster string, replicas int32) []Placed {
 			// A cluster listed with no replicas holds a non-workload object (a ConfigMap, a Service): no compute,
 			// and whatever the object itself holds there.
 			if replicas == 0 && len(held.PerCluster) == 0 {
-				return nil
+				return dst
 			}
 			p := Placed{Cluster: cluster, PriorityClass: bindingClass, Replicas: int64(replicas), PerCluster: held.PerCluster}
 			if replicas > 0 {
 				p.PerReplica = perReplicaRequests
 			}
-			return []Placed{p}
+			return append(dst, p)
 		}
 	}
 
@@ -210,13 +212,13 @@ func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 		if tc.Replicas < 0 {
 			return Usage{}, field.Invalid(spec.Child("clusters").Index(i).Child("replicas"), tc.Replicas, "must not be negative")
 		}
-		u.Placed = append(u.Placed, sets(tc.Name, tc.Replicas)...)
+		u.Placed = appendSets(u.Placed, tc.Name, tc.Replicas)
 	}
 	if len(held.PerCluster) > 0 && len(rb.Spec.Clusters) == 0 {
 		// An object pulled in by its dependents (propagateDeps) is sent wherever they are: its binding lists no
 		// clusters of its own, and names them under requiredBy.
 		for _, cluster := range requiredClusters(rb) {
-			u.Placed = append(u.Placed, sets(cluster, 0)...)
+			u.Placed = appendSets(u.Placed, cluster, 0)
 		}
 	}
 	for i, task := range rb.Spec.GracefulEvictionTasks {
@@ -227,7 +229,7 @@ func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 				return Usage{}, field.Invalid(path.Child("replicas"), replicas, "must not be negative")
 			}
 		}
-		u.Evicting = append(u.Evicting, sets(task.FromCluster, replicas)...)
+		u.Evicting = appendSets(u.Evicting, task.FromCluster, replicas)
 		e := Eviction{Cluster: task.FromCluster, Held: task.SuppressDeletion != nil && *task.SuppressDeletion}
 		if task.CreationTimestamp != nil {
 			e.Since = task.CreationTimestamp.Time
@@ -239,7 +241,7 @@ func With(rb *workv1alpha2.ResourceBinding, held Held) (Usage, error) {
 		u.Evictions = append(u.Evictions, e)
 	}
 	if len(u.Evicting) > 0 {
-		u.Target = sets("", rb.Spec.Replicas)
+		u.Target = appendSets(nil, "", rb.Spec.Replicas)
 	}
 	return u, nil
 }
@@ -283,18 +285,23 @@ func (u Usage) Charge(sel Selector) Charge {
 		}
 		return l
 	}
-	placed := sum(u.Placed, sel, on)
-	var evicting resources.List
+	// The totals of what is placed and what evicts are kept only while something evicts, for Entitled: a recount
+	// charges every binding of the namespace, and most never evict.
+	var placed, evicting resources.List
+	if len(u.Evicting) > 0 {
+		placed, evicting = resources.List{}, resources.List{}
+	}
+	sum(u.Placed, sel, on, placed)
 	if len(u.Evicting) > 0 {
 		c.Evicting = map[string]resources.List{}
-		evicting = sum(u.Evicting, sel, func(cluster string) resources.List {
+		sum(u.Evicting, sel, func(cluster string) resources.List {
 			l := c.Evicting[cluster]
 			if l == nil {
 				l = resources.List{}
 				c.Evicting[cluster] = l
 			}
 			return l
-		})
+		}, evicting)
 		for cluster, l := range c.Evicting {
 			on(cluster).Add(l)
 		}
@@ -303,7 +310,7 @@ func (u Usage) Charge(sel Selector) Charge {
 		asked := resources.List{}
 		for _, p := range sets {
 			if sel.Matches(p.PriorityClass) {
-				asked.Add(p.used())
+				p.addTo(asked)
 			}
 		}
 		if len(asked) == 0 {
@@ -321,7 +328,7 @@ func (u Usage) Charge(sel Selector) Charge {
 				// The Work of a cluster being evicted runs only until the task ends, as its placement did.
 				out[name] = resources.Add(out[name], more)
 				evicting[name] = resources.Add(evicting[name], more)
-			} else {
+			} else if placed != nil {
 				placed[name] = resources.Add(placed[name], more)
 			}
 		}
@@ -331,7 +338,8 @@ func (u Usage) Charge(sel Selector) Charge {
 	}
 	if len(c.Evicting) > 0 {
 		// Entitled = max(placed, min(target, placed + evicting)), resource by resource.
-		target := sum(u.Target, sel, func(string) resources.List { return resources.List{} })
+		target := resources.List{}
+		sum(u.Target, sel, func(string) resources.List { return resources.List{} }, target)
 		c.Entitled = placed.Clone()
 		for name, v := range target {
 			if room := resources.Add(placed[name], evicting[name]); v > room {
@@ -351,19 +359,18 @@ func (u Usage) Charge(sel Selector) Charge {
 	return c
 }
 
-// sum adds what the sets sel selects use into the list at(cluster) gives for each set's cluster, and returns
-// their total.
-func sum(sets []Placed, sel Selector, at func(cluster string) resources.List) resources.List {
-	total := resources.List{}
+// sum adds what the sets sel selects use into the list at(cluster) gives for each set's cluster, and into total
+// unless it is nil.
+func sum(sets []Placed, sel Selector, at func(cluster string) resources.List, total resources.List) {
 	for _, p := range sets {
 		if !sel.Matches(p.PriorityClass) {
 			continue
 		}
-		used := p.used()
-		at(p.Cluster).Add(used)
-		total.Add(used)
+		p.addTo(at(p.Cluster))
+		if total != nil {
+			p.addTo(total)
+		}
 	}
-	return total
 }
 
 func sortedKeys(m map[string][]Placed) []string {
@@ -464,18 +471,19 @@ func EntitledDelta(newCharge Charge, old *Charge) resources.List {
 	return d
 }
 
-func (p Placed) used() resources.List {
-	used := make(resources.List, len(p.PerReplica)+len(p.PerCluster)+1)
+// addTo adds what the set uses into l: its replicas as pods (a set of none that holds something is no pods), its
+// per-replica amounts times its replicas, and what it holds on its cluster. It adds in place: a recount charges
+// every set of every binding, and a list built for each would be garbage at once.
+func (p Placed) addTo(l resources.List) {
 	if p.Replicas > 0 || len(p.PerCluster) == 0 {
-		used[corev1.ResourcePods] = p.Replicas
+		l[corev1.ResourcePods] = resources.Add(l[corev1.ResourcePods], p.Replicas)
 	}
 	for name, v := range p.PerReplica {
-		used[name] = resources.Mul(v, p.Replicas)
+		l[name] = resources.Add(l[name], resources.Mul(v, p.Replicas))
 	}
 	for name, v := range p.PerCluster {
-		used[name] = resources.Add(used[name], v)
+		l[name] = resources.Add(l[name], v)
 	}
-	return used
 }
 
 func perReplica(requests corev1.ResourceList, path *field.Path) (resources.List, error) {
