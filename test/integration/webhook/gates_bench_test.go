@@ -34,35 +34,7 @@ import (
 // reservation written to the quota, settled by the controller running beside), and a template whose new requests grow its placed usage (a dry-run decision
 // in the namespace's admission queue). `make bench-gates` runs it.
 func BenchmarkGates(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	env, cfg, c, err := framework.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	webhooks, err := framework.StartWebhooks(ctx, cfg, c, 1, nil, nil)
-	if err != nil {
-		cancel()
-		_ = env.Stop()
-		b.Fatal(err)
-	}
-	// The controller settles what the gates reserve, as in a real installation: a Work asking beyond its
-	// placement leaves a reservation until the controller observes it.
-	controllerRunning, err := framework.StartController(ctx, cfg, controller.Options{
-		ResyncPeriod: 5 * time.Minute, Workers: 4, SettleInterval: controller.DefaultSettleInterval,
-	}, 0)
-	if err != nil {
-		cancel()
-		_ = env.Stop()
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := controllerRunning.Stop(); err != nil {
-			b.Error(err)
-		}
-		if err := framework.StopAll(env, webhooks, cancel); err != nil {
-			b.Error(err)
-		}
-	})
+	ctx, c, webhooks := startBench(b)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gates"}}
 	execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName("member1")}}
@@ -131,6 +103,41 @@ func BenchmarkGates(b *testing.B) {
 			})
 		}
 	}
+}
+
+// startBench starts what a gate benchmark writes through: a real etcd and kube-apiserver, one quota-webhook
+// replica registered as installed, and the controller beside, settling what the webhook reserves as in a real
+// installation. All of it stops when the benchmark ends.
+func startBench(b *testing.B) (context.Context, client.Client, *framework.Webhooks) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	env, cfg, c, err := framework.Start()
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	webhooks, err := framework.StartWebhooks(ctx, cfg, c, 1, nil, nil)
+	if err != nil {
+		cancel()
+		_ = env.Stop()
+		b.Fatal(err)
+	}
+	controllerRunning, err := framework.StartController(ctx, cfg, controller.Options{
+		ResyncPeriod: 5 * time.Minute, Workers: 4, SettleInterval: controller.DefaultSettleInterval,
+	}, 0)
+	if err != nil {
+		_ = framework.StopAll(env, webhooks, cancel)
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := controllerRunning.Stop(); err != nil {
+			b.Error(err)
+		}
+		if err := framework.StopAll(env, webhooks, cancel); err != nil {
+			b.Error(err)
+		}
+	})
+	return ctx, c, webhooks
 }
 
 // register puts the named webhook into the configuration, or takes it out, and waits for the apiserver to have

@@ -1,10 +1,8 @@
 package webhook
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/karmada-io/karmada/pkg/util/names"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
-	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
@@ -28,33 +25,7 @@ import (
 // timer: one GET for the binding write) or the version read before (no read). Every other write grows, so it is
 // decided in full and reserved; the controller beside settles. `make bench-gates` runs it.
 func BenchmarkGatesTemplateReads(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	env, cfg, c, err := framework.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	webhooks, err := framework.StartWebhooks(ctx, cfg, c, 1, nil, nil)
-	if err != nil {
-		cancel()
-		_ = env.Stop()
-		b.Fatal(err)
-	}
-	controllerRunning, err := framework.StartController(ctx, cfg, controller.Options{
-		ResyncPeriod: 5 * time.Minute, Workers: 4, SettleInterval: controller.DefaultSettleInterval,
-	}, 0)
-	if err != nil {
-		cancel()
-		_ = env.Stop()
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := controllerRunning.Stop(); err != nil {
-			b.Error(err)
-		}
-		if err := framework.StopAll(env, webhooks, cancel); err != nil {
-			b.Error(err)
-		}
-	})
+	ctx, c, _ := startBench(b)
 
 	// template is one template, its binding, and the quota its namespace has.
 	type template struct {
