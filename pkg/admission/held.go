@@ -34,7 +34,7 @@ func (h *holdings) needed(quotas *Quotas, rb *workv1alpha2.ResourceBinding) bool
 // of returns what the templates of rb and old (nil for a create) hold. Made from one template version, both hold
 // the same. When the template changed in between, old's version is read as it was (Reader.Previous); when that
 // version is out of reach, old is taken to hold what rb holds: the template webhook decided the change at its
-// write, and this write is then charged no growth of holdings (docs/design.md, "What a binding holds").
+// write, and this write is then charged no growth of holdings (README, "What a binding uses").
 func (h *holdings) of(ctx context.Context, rb, old *workv1alpha2.ResourceBinding) (now, before usage.Held, err error) {
 	now, err = h.reader.Current(ctx, rb.Spec.Resource)
 	if errors.Is(err, templates.ErrGone) {
