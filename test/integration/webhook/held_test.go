@@ -1,7 +1,10 @@
 package webhook
 
 import (
+	"encoding/json"
+
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/karmada-io/karmada/pkg/util/names"
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,6 +71,62 @@ var _ = Describe("What members hold, and failover", func() {
 		deps.Spec.RequiredBy = []workv1alpha2.BindingSnapshot{{Namespace: ns, Name: "web", Clusters: []workv1alpha2.TargetCluster{{Name: "member1"}, {Name: "member2"}}}}
 		status = expectQuotaExceeded(k8s.Update(ctx, deps))
 		Expect(status.ErrStatus.Message).To(ContainSubstring("persistentvolumeclaims: requested 2, used 0, reserved 3, hard 4"))
+	})
+
+	It("holds a member to the claim its binding was admitted for: an OverridePolicy growing it there is charged, and refused past storage", func() {
+		for _, member := range []string{"member1", "member2"} {
+			execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName(member)}}
+			Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, execution))).To(Succeed())
+		}
+		createQuota(testenv.Quota(ns, "team", list("requests.storage", "4Gi")))
+		pvc := claim("data", "1Gi")
+		rb := mustCreateBinding(bindingFor(pvc, "v1", "PersistentVolumeClaim"))
+		Expect(place(rb, cluster("member1", 0), cluster("member2", 0))).To(Succeed())
+
+		// The Work Karmada renders for member1, its claim at size (an OverridePolicy may have changed it).
+		work := func(size string) *workv1alpha1.Work {
+			GinkgoHelper()
+			manifest := pvc.DeepCopy()
+			manifest.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
+			manifest.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: pvc.Name}
+			manifest.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
+			raw, err := json.Marshal(manifest)
+			Expect(err).NotTo(HaveOccurred())
+			return &workv1alpha1.Work{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: names.GenerateExecutionSpaceName("member1"), Name: names.GenerateWorkName("PersistentVolumeClaim", pvc.Name, ns),
+					Annotations: map[string]string{
+						workv1alpha2.ResourceBindingNamespaceAnnotationKey: ns,
+						workv1alpha2.ResourceBindingNameAnnotationKey:      rb.Name,
+					},
+				},
+				Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
+			}
+		}
+		w := work("1Gi")
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, w))).To(Succeed()) })
+		Expect(k8s.Create(ctx, w)).To(Succeed(), "the claim its binding placed on member1")
+		workReservations := func() int {
+			n := 0
+			for _, r := range getQuota(ns, "team").Status.Reservations {
+				if r.ReservedBy.Kind == "Work" {
+					n++
+				}
+			}
+			return n
+		}
+		Expect(workReservations()).To(BeZero(), "a Work holding what its binding places is charged nothing more")
+
+		// Grown to 2Gi on member1: 1Gi more, within the 4Gi (2Gi reserved for the binding).
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+		w.Spec = work("2Gi").Spec
+		Expect(k8s.Update(ctx, w)).To(Succeed())
+		Expect(workReservations()).To(Equal(1))
+		// Grown to 4Gi: 2Gi more than the 2Gi it asked before, past the 4Gi (3Gi reserved: 2Gi for the binding, 1Gi for the Work).
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+		w.Spec = work("4Gi").Spec
+		status := expectQuotaExceeded(k8s.Update(ctx, w))
+		Expect(status.ErrStatus.Message).To(ContainSubstring("exceeded quota: team, requests.storage: requested 2Gi, used 0, reserved 3Gi, hard 4Gi"))
 	})
 
 	It("refuses at the template a Service turned into a load balancer past quota, and charges the binding what the detector writes next", func() {
