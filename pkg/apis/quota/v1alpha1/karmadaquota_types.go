@@ -41,6 +41,55 @@ type KarmadaQuotaSpec struct {
 	// Without it, the quota applies to every binding in the namespace.
 	// +optional
 	ScopeSelector *ScopeSelector `json:"scopeSelector,omitempty"`
+
+	// Clusters limits what the namespace uses in single member clusters, each by name, on top of hard: a small or
+	// expensive cluster, a regulated one, one being drained. A cluster that has not joined yet is accepted, and its
+	// limit applies from the moment it does.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Clusters []ClusterLimit `json:"clusters,omitempty"`
+
+	// ClusterGroups limits what the namespace uses in groups of member clusters chosen by their labels (a region, a
+	// provider), on top of hard: each group's limit applies to the sum over the clusters it selects now, as clusters
+	// join, leave and are relabelled.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	ClusterGroups []ClusterGroupLimit `json:"clusterGroups,omitempty"`
+}
+
+// ClusterLimit limits what the quota's namespace uses in one member cluster.
+type ClusterLimit struct {
+	// Name of the member cluster: its Cluster object's name in the karmada-apiserver.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Hard maps a resource name to the most the namespace may use in that cluster: what a binding places or keeps
+	// there, and what its Work there asks or holds (compute, pods, storage, claims, load balancers, node ports).
+	// Object counts are federation-wide, and refused here.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('limits.'))",message="limits.* cannot be enforced: a ResourceBinding carries resource requests only; use requests.<name> or the bare name"
+	Hard corev1.ResourceList `json:"hard"`
+}
+
+// ClusterGroupLimit limits what the quota's namespace uses, in all, in the member clusters a label selector chooses.
+type ClusterGroupLimit struct {
+	// Name of the group, for status and refusals.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// ClusterSelector chooses the group's clusters by the labels of their Cluster objects. It must not be empty: a
+	// group of every cluster is spec.hard.
+	ClusterSelector metav1.LabelSelector `json:"clusterSelector"`
+
+	// Hard maps a resource name to the most the namespace may use in the group's clusters together, in the
+	// resource names of a cluster's limit.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('limits.'))",message="limits.* cannot be enforced: a ResourceBinding carries resource requests only; use requests.<name> or the bare name"
+	Hard corev1.ResourceList `json:"hard"`
 }
 
 // ScopeSelector selects bindings by scope; all expressions must match (they are ANDed).
@@ -113,6 +162,13 @@ type KarmadaQuotaStatus struct {
 	// +listMapKey=name
 	Clusters []ClusterUsage `json:"clusters,omitempty"`
 
+	// ClusterGroups is what the namespace uses in each group of spec.clusterGroups, and which clusters it selects
+	// now.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	ClusterGroups []ClusterGroupUsage `json:"clusterGroups,omitempty"`
+
 	// Summary is a one-line "used/hard" rendering of the limited resources, for printer columns.
 	// +optional
 	Summary string `json:"summary,omitempty"`
@@ -137,6 +193,14 @@ type Reservation struct {
 	// Reserved is the increase the admission allowed, for the resources this quota limits.
 	Reserved corev1.ResourceList `json:"reserved"`
 
+	// Clusters splits the increase by member cluster, where a cluster or group limit counts it: on each cluster the
+	// write grows, what it grows there (a move between clusters reserves its arrival, never its departure).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Clusters []ClusterReservation `json:"clusters,omitempty"`
+
 	// ExpirationTime is when the reservation lapses if its write never happened.
 	ExpirationTime metav1.Time `json:"expirationTime"`
 }
@@ -149,6 +213,12 @@ type FoldedReservations struct {
 
 	// Reserved is their sum, for the resources this quota limits.
 	Reserved corev1.ResourceList `json:"reserved"`
+
+	// Clusters is their sum by member cluster (Reservation.clusters).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterReservation `json:"clusters,omitempty"`
 
 	// ExpirationTime is the latest expiry among them: the reservation TTL after the newest was admitted.
 	ExpirationTime metav1.Time `json:"expirationTime"`
@@ -171,9 +241,15 @@ type ReservationOwner struct {
 type ClusterUsage struct {
 	// Name of the member cluster.
 	Name string `json:"name"`
-	// Used in that cluster; keys mirror spec.hard.
+	// Hard is the cluster's own limit (spec.clusters), when it has one.
+	// +optional
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+	// Used in that cluster; keys mirror spec.hard and the cluster and group limits.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
+	// Reserved in that cluster: admitted there, not yet observed, for the resources a cluster or group limit counts.
+	// +optional
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
 	// Evicting is the part of Used that runs there only until Karmada's graceful eviction from that cluster ends:
 	// replicas, claims and load balancers of bindings that left the cluster (a taint-based or application
 	// failover), kept until their replacement is healthy or the grace period ends. They are charged while they run;
@@ -189,6 +265,34 @@ type ClusterUsage struct {
 	// those Karmada did not put there included. Keys mirror spec.hard; absent when the member was not read.
 	// +optional
 	Running corev1.ResourceList `json:"running,omitempty"`
+}
+
+// ClusterGroupUsage is what the namespace uses in one group of member clusters.
+type ClusterGroupUsage struct {
+	// Name of the group (spec.clusterGroups).
+	Name string `json:"name"`
+	// Clusters are the member clusters its selector chooses now.
+	// +optional
+	// +listType=atomic
+	Clusters []string `json:"clusters,omitempty"`
+	// Hard is the group's limit.
+	// +optional
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+	// Used in the group's clusters together.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+	// Reserved in the group's clusters together.
+	// +optional
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
+}
+
+// ClusterReservation is the part of a reservation admitted in one member cluster, for the resources a cluster or
+// group limit counts.
+type ClusterReservation struct {
+	// Name of the member cluster.
+	Name string `json:"name"`
+	// Reserved there.
+	Reserved corev1.ResourceList `json:"reserved"`
 }
 
 // KarmadaQuotaList is a list of KarmadaQuota.

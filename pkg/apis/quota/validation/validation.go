@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -41,9 +42,11 @@ func ValidateKarmadaQuotaSpec(spec *quotav1alpha1.KarmadaQuotaSpec, fldPath *fie
 	if spec == nil {
 		return nil
 	}
-	_, hardViolations := checkHard(spec.Hard, Scoped(spec), fldPath.Child("hard"), everyRule)
+	_, hardViolations := checkHard(spec.Hard, Scoped(spec), federation, fldPath.Child("hard"), everyRule)
 	allErrs := fieldErrors(hardViolations)
-	return append(allErrs, fieldErrors(checkScopeSelector(spec.ScopeSelector, fldPath.Child("scopeSelector"), everyRule))...)
+	allErrs = append(allErrs, fieldErrors(checkScopeSelector(spec.ScopeSelector, fldPath.Child("scopeSelector"), everyRule))...)
+	_, _, limitViolations := checkClusterLimits(spec, fldPath, everyRule)
+	return append(allErrs, fieldErrors(limitViolations)...)
 }
 
 // Where the ledger's and the selector's refusals point: they read the spec, never a field of something else.
@@ -68,7 +71,7 @@ const (
 // scope (a scoped quota never counts objects). A limit the ledger can still read is left to the webhook: nothing
 // fits a negative one, and a fraction of a whole-unit resource rounds up.
 func EnforceableHard(spec *quotav1alpha1.KarmadaQuotaSpec) (map[corev1.ResourceName]corev1.ResourceName, error) {
-	keys, violations := checkHard(spec.Hard, Scoped(spec), specHardPath, refusalsOnly)
+	keys, violations := checkHard(spec.Hard, Scoped(spec), federation, specHardPath, refusalsOnly)
 	if err := firstRefusal(violations); err != nil {
 		return nil, err
 	}
@@ -119,10 +122,19 @@ func Scoped(spec *quotav1alpha1.KarmadaQuotaSpec) bool {
 	return spec.ScopeSelector != nil && len(spec.ScopeSelector.MatchExpressions) > 0
 }
 
-// checkHard applies the rules about spec.hard at fldPath. It returns each key it can charge under its canonical
-// name, as EnforceableHard does. A key's field path is built only for a violation: a quota that breaks no rule
-// costs the ledger nothing but the map it keeps.
-func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path, apply rules) (map[corev1.ResourceName]corev1.ResourceName, []violation) {
+// reach says where a hard limit applies: to the whole federation (spec.hard), or to some member clusters (a
+// cluster's or a group's), where only what is placed, run or held on a member can be counted.
+type reach int
+
+const (
+	federation reach = iota
+	members
+)
+
+// checkHard applies the rules about a hard list (spec.hard, a cluster's or a group's) at fldPath. It returns each
+// key it can charge under its canonical name, as EnforceableHard does. A key's field path is built only for a
+// violation: a quota that breaks no rule costs the ledger nothing but the map it keeps.
+func checkHard(hard corev1.ResourceList, scoped bool, where reach, fldPath *field.Path, apply rules) (map[corev1.ResourceName]corev1.ResourceName, []violation) {
 	// On the stack for the few limits a quota has.
 	var buf [16]corev1.ResourceName
 	keys := buf[:0]
@@ -168,6 +180,14 @@ func checkHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path, apply
 		if apply == everyRule && countsWhole(canonical, class) && !isWhole(value) {
 			violations = append(violations, violation{err: field.Invalid(fldPath.Key(string(key)), value.String(), notIntegerMsg)})
 		}
+		if where == members && class == resources.ObjectCount {
+			keyPath := fldPath.Key(string(key))
+			const why = "object counts are federation-wide (a bound object is counted once, wherever it is placed): limit them in spec.hard"
+			violations = append(violations, violation{
+				err:     field.Invalid(keyPath, string(key), why),
+				refusal: fmt.Errorf("%s: %s", keyPath, why),
+			})
+		}
 		if why := unscopable[class]; scoped && why != "" {
 			keyPath := fldPath.Key(string(key))
 			violations = append(violations, violation{
@@ -205,6 +225,90 @@ func countsWhole(canonical corev1.ResourceName, class resources.Class) bool {
 func isWhole(q resource.Quantity) bool {
 	c := q.DeepCopy()
 	return c.RoundUp(0)
+}
+
+// ClusterLimits are a quota's limits on member clusters, each as EnforceableHard maps its keys.
+type ClusterLimits struct {
+	// Clusters maps each limited cluster's name to its keys.
+	Clusters map[string]map[corev1.ResourceName]corev1.ResourceName
+	// Groups holds each group's keys, in the order of spec.clusterGroups.
+	Groups []map[corev1.ResourceName]corev1.ResourceName
+}
+
+// EnforceableClusterLimits reads spec.clusters and spec.clusterGroups as the ledger enforces them, failing with the
+// first broken rule that leaves a limit it cannot enforce as written: a name that cannot be charged there (an
+// object count), two keys for one resource, two limits for one cluster or group name, a group selector that does
+// not parse or selects every cluster.
+func EnforceableClusterLimits(spec *quotav1alpha1.KarmadaQuotaSpec) (ClusterLimits, error) {
+	clusters, groups, violations := checkClusterLimits(spec, field.NewPath("spec"), refusalsOnly)
+	if err := firstRefusal(violations); err != nil {
+		return ClusterLimits{}, err
+	}
+	return ClusterLimits{Clusters: clusters, Groups: groups}, nil
+}
+
+// checkClusterLimits applies the rules about spec.clusters and spec.clusterGroups, under fldPath (spec).
+func checkClusterLimits(spec *quotav1alpha1.KarmadaQuotaSpec, fldPath *field.Path, apply rules) (map[string]map[corev1.ResourceName]corev1.ResourceName, []map[corev1.ResourceName]corev1.ResourceName, []violation) {
+	if len(spec.Clusters) == 0 && len(spec.ClusterGroups) == 0 {
+		return nil, nil, nil
+	}
+	scoped := Scoped(spec)
+	var violations []violation
+	clusters := make(map[string]map[corev1.ResourceName]corev1.ResourceName, len(spec.Clusters))
+	for i, c := range spec.Clusters {
+		if apply == refusalsOnly && len(violations) > 0 {
+			return nil, nil, violations
+		}
+		path := fldPath.Child("clusters").Index(i)
+		if errs := validation.IsDNS1123Subdomain(c.Name); len(errs) > 0 {
+			violations = append(violations, refused(field.Invalid(path.Child("name"), c.Name, strings.Join(errs, "; "))))
+			continue
+		}
+		if _, dup := clusters[c.Name]; dup {
+			d := field.Duplicate(path.Child("name"), c.Name)
+			d.Detail = "one limit per cluster: its resources go in one hard list"
+			violations = append(violations, refused(d))
+			continue
+		}
+		keys, vs := checkLimitHard(c.Hard, scoped, path.Child("hard"), apply)
+		violations = append(violations, vs...)
+		clusters[c.Name] = keys
+	}
+	groups := make([]map[corev1.ResourceName]corev1.ResourceName, 0, len(spec.ClusterGroups))
+	names := map[string]bool{}
+	for i, g := range spec.ClusterGroups {
+		if apply == refusalsOnly && len(violations) > 0 {
+			return nil, nil, violations
+		}
+		path := fldPath.Child("clusterGroups").Index(i)
+		if errs := validation.IsDNS1123Label(g.Name); len(errs) > 0 {
+			violations = append(violations, refused(field.Invalid(path.Child("name"), g.Name, strings.Join(errs, "; "))))
+		} else if names[g.Name] {
+			violations = append(violations, refused(field.Duplicate(path.Child("name"), g.Name)))
+		}
+		names[g.Name] = true
+		selPath := path.Child("clusterSelector")
+		if len(g.ClusterSelector.MatchLabels) == 0 && len(g.ClusterSelector.MatchExpressions) == 0 {
+			violations = append(violations, refused(field.Required(selPath,
+				"an empty selector would choose every member cluster: limit the whole federation in spec.hard")))
+		}
+		for _, err := range metav1validation.ValidateLabelSelector(&g.ClusterSelector, metav1validation.LabelSelectorValidationOptions{}, selPath) {
+			violations = append(violations, refused(err))
+		}
+		keys, vs := checkLimitHard(g.Hard, scoped, path.Child("hard"), apply)
+		violations = append(violations, vs...)
+		groups = append(groups, keys)
+	}
+	return clusters, groups, violations
+}
+
+// checkLimitHard applies the rules about a cluster's or a group's hard list: spec.hard's, on what a member holds,
+// and a limit must limit something.
+func checkLimitHard(hard corev1.ResourceList, scoped bool, fldPath *field.Path, apply rules) (map[corev1.ResourceName]corev1.ResourceName, []violation) {
+	if len(hard) == 0 {
+		return nil, []violation{refused(field.Required(fldPath, "a limit of nothing: name the resources it limits"))}
+	}
+	return checkHard(hard, scoped, members, fldPath, apply)
 }
 
 // checkScopeSelector applies the rules about a scope selector at fldPath. A selector without expressions is

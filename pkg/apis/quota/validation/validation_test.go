@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -405,6 +406,100 @@ func TestEnforceable(t *testing.T) {
 			wantWebhookRefuses := hardErr != nil || selectorErr != nil || tc.wantWebhookOnly
 			if webhookErrs := ValidateKarmadaQuotaSpec(&tc.spec, field.NewPath("spec")); (len(webhookErrs) > 0) != wantWebhookRefuses {
 				t.Errorf("webhook errors = %v, want refused: %v", webhookErrs, wantWebhookRefuses)
+			}
+		})
+	}
+}
+
+func TestValidateClusterLimits(t *testing.T) {
+	clusters := field.NewPath("spec", "clusters")
+	groups := field.NewPath("spec", "clusterGroups")
+	region := func(r string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{"region": r}}
+	}
+	tests := []struct {
+		name       string
+		spec       quotav1alpha1.KarmadaQuotaSpec
+		wantErrs   field.ErrorList
+		wantDetail string
+	}{
+		{
+			name: "a cluster and a group, in what members place, run and hold",
+			spec: quotav1alpha1.KarmadaQuotaSpec{
+				Hard:          hard("cpu", "100"),
+				Clusters:      []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: hard("cpu", "20", "pods", "10", "requests.storage", "1Ti")}},
+				ClusterGroups: []quotav1alpha1.ClusterGroupLimit{{Name: "eu", ClusterSelector: region("eu"), Hard: hard("cpu", "50")}},
+			},
+		},
+		{
+			name: "a cluster not joined yet is a cluster like any other",
+			spec: quotav1alpha1.KarmadaQuotaSpec{Clusters: []quotav1alpha1.ClusterLimit{{Name: "joins-next-week", Hard: hard("cpu", "1")}}},
+		},
+		{
+			name: "object counts are federation-wide",
+			spec: quotav1alpha1.KarmadaQuotaSpec{
+				Clusters:      []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: hard("count/deployments.apps", "1")}},
+				ClusterGroups: []quotav1alpha1.ClusterGroupLimit{{Name: "eu", ClusterSelector: region("eu"), Hard: hard("services", "1")}},
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(clusters.Index(0).Child("hard").Key("count/deployments.apps"), nil, ""),
+				field.Invalid(groups.Index(0).Child("hard").Key("services"), nil, ""),
+			},
+			wantDetail: "object counts are federation-wide",
+		},
+		{
+			name: "one limit per cluster and per group name",
+			spec: quotav1alpha1.KarmadaQuotaSpec{
+				Clusters: []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: hard("cpu", "1")}, {Name: "member1", Hard: hard("memory", "1Gi")}},
+				ClusterGroups: []quotav1alpha1.ClusterGroupLimit{
+					{Name: "eu", ClusterSelector: region("eu"), Hard: hard("cpu", "1")},
+					{Name: "eu", ClusterSelector: region("eu-west"), Hard: hard("cpu", "1")},
+				},
+			},
+			wantErrs: field.ErrorList{
+				field.Duplicate(clusters.Index(1).Child("name"), nil),
+				field.Duplicate(groups.Index(1).Child("name"), nil),
+			},
+		},
+		{
+			name: "an empty selector, a broken one, a limit of nothing, a bad name",
+			spec: quotav1alpha1.KarmadaQuotaSpec{
+				Clusters: []quotav1alpha1.ClusterLimit{{Name: "Member_1", Hard: hard("cpu", "1")}, {Name: "member2"}},
+				ClusterGroups: []quotav1alpha1.ClusterGroupLimit{
+					{Name: "all", Hard: hard("cpu", "1")},
+					{Name: "odd", ClusterSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Near"}}}, Hard: hard("cpu", "1")},
+				},
+			},
+			wantErrs: field.ErrorList{
+				field.Invalid(clusters.Index(0).Child("name"), nil, ""),
+				field.Required(clusters.Index(1).Child("hard"), ""),
+				field.Required(groups.Index(0).Child("clusterSelector"), ""),
+				field.Invalid(groups.Index(1).Child("clusterSelector", "matchExpressions").Index(0).Child("operator"), nil, ""),
+			},
+			wantDetail: "an empty selector would choose every member cluster",
+		},
+		{
+			name: "a scope applies to them as to spec.hard",
+			spec: quotav1alpha1.KarmadaQuotaSpec{
+				ScopeSelector: scope(expr(pc, corev1.ScopeSelectorOpIn, "high")),
+				Clusters:      []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: hard("cpu", "1", "requests.storage", "1Gi")}},
+			},
+			wantErrs:   field.ErrorList{field.Invalid(clusters.Index(0).Child("hard").Key("requests.storage"), nil, "")},
+			wantDetail: "a PriorityClass scope cannot count claims",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gotErrs := ValidateKarmadaQuota(&quotav1alpha1.KarmadaQuota{Spec: tc.spec})
+			if diff := cmp.Diff(tc.wantErrs, gotErrs, cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail")); diff != "" {
+				t.Errorf("errors (-want +got):\n%s\ngot: %v", diff, gotErrs)
+			}
+			if tc.wantDetail != "" && (len(gotErrs) == 0 || !strings.Contains(gotErrs.ToAggregate().Error(), tc.wantDetail)) {
+				t.Errorf("no error says %q; got: %v", tc.wantDetail, gotErrs)
+			}
+			_, err := EnforceableClusterLimits(&tc.spec)
+			if (err == nil) != (len(tc.wantErrs) == 0) {
+				t.Errorf("EnforceableClusterLimits: %v, want an error iff the webhook refuses (%v)", err, tc.wantErrs)
 			}
 		})
 	}
