@@ -33,14 +33,16 @@ const MaxReservations = 250
 // reasoning by which a single reservation expires.
 type Folded struct {
 	// Count is how many reservations were folded in.
-	Count   int64
-	Amount  resources.List
-	Expires time.Time
+	Count  int64
+	Amount resources.List
+	// Clusters sums the folded reservations' clusters (Reservation.Clusters).
+	Clusters map[string]resources.List
+	Expires  time.Time
 }
 
 // Folded returns the folded sum; Count is 0 when nothing is folded.
 func (l *Ledger) Folded() Folded {
-	return Folded{Count: l.folded.Count, Amount: l.folded.Amount.Clone(), Expires: l.folded.Expires}
+	return Folded{Count: l.folded.Count, Amount: l.folded.Amount.Clone(), Clusters: cloneClusters(l.folded.Clusters), Expires: l.folded.Expires}
 }
 
 // Fold folds the oldest reservations (earliest expiry) into the folded sum until at most max remain listed, and
@@ -68,6 +70,15 @@ func (l *Ledger) Fold(max int) int {
 	for _, r := range l.reservations[:n] {
 		l.folded.Count++
 		l.folded.Amount.Add(r.Amount)
+		for c, amount := range r.Clusters {
+			if l.folded.Clusters == nil {
+				l.folded.Clusters = map[string]resources.List{}
+			}
+			if l.folded.Clusters[c] == nil {
+				l.folded.Clusters[c] = resources.List{}
+			}
+			l.folded.Clusters[c].Add(amount)
+		}
 		if r.Expires.After(l.folded.Expires) {
 			l.folded.Expires = r.Expires
 		}
@@ -86,6 +97,9 @@ func (l *Ledger) ExpireFolded(now time.Time) (Folded, bool) {
 	}
 	dropped := l.folded
 	l.reserved.Sub(dropped.Amount)
+	if l.onMembers != nil {
+		l.onMembers.addReserved(dropped.Clusters, -1)
+	}
 	l.folded = Folded{}
 	return dropped, true
 }

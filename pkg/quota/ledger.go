@@ -31,7 +31,10 @@ type Reservation struct {
 	Owner      quotav1alpha1.ReservationOwner
 	Generation int64
 	Amount     resources.List
-	Expires    time.Time
+	// Clusters holds what the write reserved on each cluster it grows, for the resources limited on members
+	// (clusters.go); nil for a quota without cluster or group limits.
+	Clusters map[string]resources.List
+	Expires  time.Time
 }
 
 // Key returns the reservation's key.
@@ -53,6 +56,8 @@ type Ledger struct {
 	reserved     resources.List
 	reservations []Reservation
 	folded       Folded
+	// onMembers are the limits on member clusters and groups (clusters.go); nil when the quota has none.
+	onMembers *memberLimits
 }
 
 // NewLedger parses a quota. It fails for a spec it could not enforce as written (validation.EnforceableHard,
@@ -77,17 +82,35 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
 	for canonical, name := range userName {
 		l.hard[canonical] = resources.Value(canonical, q.Spec.Hard[name])
 	}
+	if l.onMembers, err = newMemberLimits(q); err != nil {
+		return nil, err
+	}
 	l.used = l.parse(q.Status.Used)
 	for _, r := range q.Status.Reservations {
 		res := Reservation{Owner: r.ReservedBy, Generation: r.Generation, Amount: l.parse(r.Reserved), Expires: r.ExpirationTime.Time}
+		res.Clusters = l.parseClusters(r.Clusters)
 		l.reservations = append(l.reservations, res)
 		l.reserved.Add(res.Amount)
 	}
 	if f := q.Status.FoldedReservations; f != nil {
-		l.folded = Folded{Count: f.Count, Amount: l.parse(f.Reserved), Expires: f.ExpirationTime.Time}
+		l.folded = Folded{Count: f.Count, Amount: l.parse(f.Reserved), Clusters: l.parseClusters(f.Clusters), Expires: f.ExpirationTime.Time}
 		l.reserved.Add(l.folded.Amount)
 	}
 	return l, nil
+}
+
+// parseClusters reads a reservation's clusters, and adds them to the sums; nil for a quota without cluster or group
+// limits, or a reservation without clusters.
+func (l *Ledger) parseClusters(list []quotav1alpha1.ClusterReservation) map[string]resources.List {
+	if l.onMembers == nil || len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]resources.List, len(list))
+	for _, c := range list {
+		out[c.Name] = l.onMembers.parse(c.Reserved)
+	}
+	l.onMembers.addReserved(out, 1)
+	return out
 }
 
 // parse converts a status list to canonical amounts of the resources this quota limits; anything else (a limit
@@ -117,6 +140,9 @@ type Demand struct {
 	Checked resources.List
 	// Missing lists limited compute resources the binding places new replicas without requesting.
 	Missing []corev1.ResourceName
+	// Clusters holds what the write changes on each cluster, signed, for the resources limited on members; nil for a
+	// quota without cluster or group limits.
+	Clusters map[string]resources.List
 }
 
 // Demand computes what moving a binding from old (nil for a create) to new asks of this quota.
@@ -146,6 +172,10 @@ func (l *Ledger) Demand(key Key, owner quotav1alpha1.ReservationOwner, newUsage 
 				}
 			}
 		}
+	}
+
+	if l.onMembers != nil {
+		d.Clusters = l.onMembers.deltas(newCharge, oldCharge)
 	}
 
 	limited := l.hard.Names()
@@ -180,6 +210,9 @@ type Denial struct {
 
 // Exceeded is one resource a demand would push over hard, in the quota author's names.
 type Exceeded struct {
+	// Where names the cluster or the group whose limit it is ("cluster member1", "cluster group eu"); empty for the
+	// namespace-wide hard.
+	Where                           string
 	Resource                        corev1.ResourceName
 	Requested, Used, Reserved, Hard string
 	// NeverFits is set when the request alone exceeds hard: waiting for usage to drop cannot help.
@@ -218,6 +251,9 @@ func (l *Ledger) Check(d Demand) *Denial {
 			NeverFits: inc > l.hard[name],
 		})
 	}
+	if l.onMembers != nil {
+		l.onMembers.check(l, d, prior, &denial)
+	}
 	for _, name := range d.Missing {
 		denial.Missing = append(denial.Missing, l.userName[name])
 	}
@@ -233,27 +269,79 @@ func (l *Ledger) Check(d Demand) *Denial {
 // its request timeout, which the TTL exceeds, so a repeated admission needs no write unless it asks for more. It
 // returns the reservation as it was before (nil if new) for RestoreIf, and whether anything changed.
 func (l *Ledger) Reserve(d Demand, expires time.Time) (prior *Reservation, changed bool) {
-	if len(d.Increase) == 0 {
+	onClusters := arrivals(d.Clusters)
+	if len(d.Increase) == 0 && len(onClusters) == 0 {
 		return nil, false
 	}
 	if r := l.Find(d.Key); r != nil {
 		merged := r.Amount.Clone()
 		merged.Max(d.Increase)
-		if merged.Equal(r.Amount) {
+		mergedClusters := maxClusters(r.Clusters, onClusters)
+		if merged.Equal(r.Amount) && clustersEqual(mergedClusters, r.Clusters) {
 			return nil, false
 		}
 		before := *r
 		before.Amount = r.Amount.Clone()
+		before.Clusters = cloneClusters(r.Clusters)
 		l.reserved.Sub(r.Amount)
 		l.reserved.Add(merged)
 		r.Amount = merged
+		if l.onMembers != nil {
+			l.onMembers.addReserved(r.Clusters, -1)
+			l.onMembers.addReserved(mergedClusters, 1)
+		}
+		r.Clusters = mergedClusters
 		return &before, true
 	}
 	l.reservations = append(l.reservations, Reservation{
-		Owner: d.Owner, Generation: d.Key.Generation, Amount: d.Increase.Clone(), Expires: expires,
+		Owner: d.Owner, Generation: d.Key.Generation, Amount: d.Increase.Clone(), Clusters: onClusters, Expires: expires,
 	})
 	l.reserved.Add(d.Increase)
+	if l.onMembers != nil {
+		l.onMembers.addReserved(onClusters, 1)
+	}
 	return nil, true
+}
+
+// maxClusters merges b into a copy of a, cluster by cluster, resource by resource (element-wise max).
+func maxClusters(a, b map[string]resources.List) map[string]resources.List {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := cloneClusters(a)
+	if out == nil {
+		out = map[string]resources.List{}
+	}
+	for c, l := range b {
+		if out[c] == nil {
+			out[c] = resources.List{}
+		}
+		out[c].Max(l)
+	}
+	return out
+}
+
+func cloneClusters(m map[string]resources.List) map[string]resources.List {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]resources.List, len(m))
+	for c, l := range m {
+		out[c] = l.Clone()
+	}
+	return out
+}
+
+func clustersEqual(a, b map[string]resources.List) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for c, l := range a {
+		if !l.Equal(b[c]) {
+			return false
+		}
+	}
+	return true
 }
 
 // RestoreIf undoes a Reserve made by the caller: if the key's reservation is still exactly wrote, it puts back
@@ -266,16 +354,22 @@ func (l *Ledger) RestoreIf(key Key, wrote Reservation, prior *Reservation) bool 
 		if r.Key() != key {
 			continue
 		}
-		if !r.Amount.Equal(wrote.Amount) || !r.Expires.Equal(wrote.Expires) {
+		if !r.Amount.Equal(wrote.Amount) || !clustersEqual(r.Clusters, wrote.Clusters) || !r.Expires.Equal(wrote.Expires) {
 			return false
 		}
 		l.reserved.Sub(r.Amount)
+		if l.onMembers != nil {
+			l.onMembers.addReserved(r.Clusters, -1)
+		}
 		if prior == nil {
 			l.reservations = append(l.reservations[:i], l.reservations[i+1:]...)
 			return true
 		}
 		l.reservations[i] = *prior
 		l.reserved.Add(prior.Amount)
+		if l.onMembers != nil {
+			l.onMembers.addReserved(prior.Clusters, 1)
+		}
 		return true
 	}
 	return false
@@ -289,6 +383,9 @@ func (l *Ledger) Settle(done func(Reservation) bool) []Reservation {
 		if done(r) {
 			settled = append(settled, r)
 			l.reserved.Sub(r.Amount)
+			if l.onMembers != nil {
+				l.onMembers.addReserved(r.Clusters, -1)
+			}
 			continue
 		}
 		kept = append(kept, r)
@@ -350,12 +447,16 @@ func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 	})
 	status.Reservations = nil
 	for _, r := range l.reservations {
-		status.Reservations = append(status.Reservations, quotav1alpha1.Reservation{
+		res := quotav1alpha1.Reservation{
 			ReservedBy:     r.Owner,
 			Generation:     r.Generation,
 			Reserved:       l.Render(r.Amount),
 			ExpirationTime: metav1.NewTime(r.Expires),
-		})
+		}
+		if l.onMembers != nil {
+			res.Clusters = l.onMembers.renderClusters(l, r.Clusters)
+		}
+		status.Reservations = append(status.Reservations, res)
 	}
 	status.FoldedReservations = nil
 	if l.folded.Count > 0 {
@@ -363,6 +464,9 @@ func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 			Count:          l.folded.Count,
 			Reserved:       l.Render(l.folded.Amount),
 			ExpirationTime: metav1.NewTime(l.folded.Expires),
+		}
+		if l.onMembers != nil {
+			status.FoldedReservations.Clusters = l.onMembers.renderClusters(l, l.folded.Clusters)
 		}
 	}
 	status.Reserved = l.RenderAll(l.reserved)
@@ -400,7 +504,11 @@ func (d *Denial) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "exceeded quota: %s", d.Quota)
 	for _, e := range d.Exceeded {
-		fmt.Fprintf(&b, ", %s: requested %s, used %s, reserved %s, hard %s", e.Resource, e.Requested, e.Used, e.Reserved, e.Hard)
+		where := ""
+		if e.Where != "" {
+			where = " in " + e.Where
+		}
+		fmt.Fprintf(&b, ", %s%s: requested %s, used %s, reserved %s, hard %s", e.Resource, where, e.Requested, e.Used, e.Reserved, e.Hard)
 		if e.NeverFits {
 			b.WriteString(" (can never fit: the request alone exceeds hard)")
 		}

@@ -1,0 +1,328 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+)
+
+// This file is the ledger's limits on member clusters: one cluster's (spec.clusters), a group's over the clusters a
+// label selector chooses (spec.clusterGroups). They hold on top of the namespace-wide hard, with the same rule:
+// used + reserved + increase <= hard, where. A write's increase on a cluster is what it adds to the cluster's charge
+// (usage.Charge.Clusters); on a group, what it adds to the sum over the group's clusters, so that a move between two
+// clusters of one group is no growth of the group. Reservations keep, for the resources some cluster or group
+// limits, what they reserved on each cluster they grow: the arrival of a move, never its departure (the write may not
+// commit), so a group's reservations can only overstate a move inside it until the controller settles it.
+
+// ClusterLabels reads a member cluster's labels from its Cluster object; ok is false for a cluster that has not
+// joined (it belongs to no group).
+type ClusterLabels func(cluster string) (labels.Set, bool)
+
+// memberLimits are a quota's limits on member clusters.
+type memberLimits struct {
+	clusters map[string]resources.List
+	groups   []groupLimit
+	// userName maps canonical names to the author's spelling in the cluster and group limits.
+	userName map[corev1.ResourceName]corev1.ResourceName
+	// used is status.clusters[].used, by cluster, for the resources limited on members.
+	used map[string]resources.List
+	// reserved sums, by cluster, what the reservations and the folded sum hold there.
+	reserved map[string]resources.List
+	// labelsOf tells group membership; nil knows of no cluster's labels (every group empty).
+	labelsOf ClusterLabels
+}
+
+type groupLimit struct {
+	name     string
+	selector labels.Selector
+	hard     resources.List
+}
+
+// newMemberLimits parses the quota's cluster and group limits; nil when it has none.
+func newMemberLimits(q *quotav1alpha1.KarmadaQuota) (*memberLimits, error) {
+	if len(q.Spec.Clusters) == 0 && len(q.Spec.ClusterGroups) == 0 {
+		return nil, nil
+	}
+	keys, err := validation.EnforceableClusterLimits(&q.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
+	}
+	m := &memberLimits{
+		clusters: make(map[string]resources.List, len(q.Spec.Clusters)),
+		userName: map[corev1.ResourceName]corev1.ResourceName{},
+		used:     map[string]resources.List{},
+		reserved: map[string]resources.List{},
+	}
+	hardOf := func(hard corev1.ResourceList, names map[corev1.ResourceName]corev1.ResourceName) resources.List {
+		out := make(resources.List, len(names))
+		for canonical, name := range names {
+			out[canonical] = resources.Value(canonical, hard[name])
+			if _, seen := m.userName[canonical]; !seen {
+				m.userName[canonical] = name
+			}
+		}
+		return out
+	}
+	for _, c := range q.Spec.Clusters {
+		m.clusters[c.Name] = hardOf(c.Hard, keys.Clusters[c.Name])
+	}
+	for i, g := range q.Spec.ClusterGroups {
+		sel, err := metav1.LabelSelectorAsSelector(&g.ClusterSelector)
+		if err != nil {
+			return nil, fmt.Errorf("quota %s is invalid: spec.clusterGroups[%d].clusterSelector: %w", q.Name, i, err)
+		}
+		m.groups = append(m.groups, groupLimit{name: g.Name, selector: sel, hard: hardOf(g.Hard, keys.Groups[i])})
+	}
+	for _, c := range q.Status.Clusters {
+		m.used[c.Name] = m.parse(c.Used)
+	}
+	return m, nil
+}
+
+// parse keeps, of a status list, the resources limited on members, in canonical amounts.
+func (m *memberLimits) parse(list corev1.ResourceList) resources.List {
+	out := make(resources.List, len(list))
+	for name, qty := range list {
+		canonical, _, err := resources.Canonical(name)
+		if err != nil {
+			continue
+		}
+		if _, limited := m.userName[canonical]; limited {
+			out[canonical] = resources.Value(canonical, qty)
+		}
+	}
+	return out
+}
+
+// limited keeps, of list, the resources limited on members.
+func (m *memberLimits) limited(list resources.List) resources.List {
+	out := resources.List{}
+	for name, v := range list {
+		if _, ok := m.userName[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// deltas are what moving a binding from old to new changes on each cluster, signed, for the resources limited on
+// members: nil when nothing changes there.
+func (m *memberLimits) deltas(newCharge usage.Charge, oldCharge *usage.Charge) map[string]resources.List {
+	out := map[string]resources.List{}
+	add := func(cluster string, list resources.List, sign int64) {
+		for name, v := range m.limited(list) {
+			if out[cluster] == nil {
+				out[cluster] = resources.List{}
+			}
+			if sign > 0 {
+				out[cluster][name] = resources.Add(out[cluster][name], v)
+			} else {
+				out[cluster][name] = resources.Sub(out[cluster][name], v)
+			}
+		}
+	}
+	for cluster, l := range newCharge.Clusters {
+		add(cluster, l, 1)
+	}
+	if oldCharge != nil {
+		for cluster, l := range oldCharge.Clusters {
+			add(cluster, l, -1)
+		}
+	}
+	for cluster, l := range out {
+		if len(l.Positive()) == 0 && !negative(l) {
+			delete(out, cluster)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func negative(l resources.List) bool {
+	for _, v := range l {
+		if v < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// arrivals are the positive parts of deltas: what a write reserves on each cluster.
+func arrivals(deltas map[string]resources.List) map[string]resources.List {
+	var out map[string]resources.List
+	for cluster, l := range deltas {
+		if p := l.Positive(); len(p) > 0 {
+			if out == nil {
+				out = map[string]resources.List{}
+			}
+			out[cluster] = p
+		}
+	}
+	return out
+}
+
+// members lists the clusters a group chooses now, among those named.
+func (m *memberLimits) members(g groupLimit, clusters []string) []string {
+	var out []string
+	if m.labelsOf == nil {
+		return nil
+	}
+	for _, c := range clusters {
+		if set, ok := m.labelsOf(c); ok && g.selector.Matches(set) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// known lists every cluster the ledger knows of: used, reserved, or touched by deltas, sorted.
+func (m *memberLimits) known(deltas map[string]resources.List) []string {
+	seen := map[string]bool{}
+	for c := range m.used {
+		seen[c] = true
+	}
+	for c := range m.reserved {
+		seen[c] = true
+	}
+	for c := range deltas {
+		seen[c] = true
+	}
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check appends to denial what d exceeds on the limited clusters and groups. prior is d's own earlier reservation
+// (the same write admitted before), which is not counted twice.
+func (m *memberLimits) check(l *Ledger, d Demand, prior *Reservation, denial *Denial) {
+	already := func(cluster string, name corev1.ResourceName) int64 {
+		if prior == nil {
+			return 0
+		}
+		return prior.Clusters[cluster][name]
+	}
+	for _, cluster := range sortedClusters(d.Clusters) {
+		hard, limited := m.clusters[cluster]
+		if !limited {
+			continue
+		}
+		for _, name := range d.Clusters[cluster].Names() {
+			h, ok := hard[name]
+			inc := d.Clusters[cluster][name]
+			if !ok || inc <= 0 || inc <= already(cluster, name) {
+				continue
+			}
+			mine := already(cluster, name)
+			others := resources.Sub(m.reserved[cluster][name], mine)
+			if resources.Add(resources.Add(m.used[cluster][name], others), inc) <= h {
+				continue
+			}
+			denial.Exceeded = append(denial.Exceeded, Exceeded{
+				Where: "cluster " + cluster, Resource: m.userName[name], Requested: l.format(name, inc),
+				Used: l.format(name, m.used[cluster][name]), Reserved: l.format(name, others), Hard: l.format(name, h),
+				NeverFits: inc > h,
+			})
+		}
+	}
+	if len(m.groups) == 0 || len(d.Clusters) == 0 {
+		return
+	}
+	known := m.known(d.Clusters)
+	for _, g := range m.groups {
+		inGroup := m.members(g, known)
+		if len(inGroup) == 0 {
+			continue
+		}
+		net, used, reserved, mine := resources.List{}, resources.List{}, resources.List{}, resources.List{}
+		for _, c := range inGroup {
+			net.Add(d.Clusters[c])
+			used.Add(m.used[c])
+			reserved.Add(m.reserved[c])
+			if prior != nil {
+				mine.Add(prior.Clusters[c])
+			}
+		}
+		for _, name := range g.hard.Names() {
+			inc := net[name]
+			if inc <= 0 || inc <= mine[name] {
+				continue
+			}
+			others := resources.Sub(reserved[name], mine[name])
+			if resources.Add(resources.Add(used[name], others), inc) <= g.hard[name] {
+				continue
+			}
+			denial.Exceeded = append(denial.Exceeded, Exceeded{
+				Where: "cluster group " + g.name, Resource: m.userName[name], Requested: l.format(name, inc),
+				Used: l.format(name, used[name]), Reserved: l.format(name, others), Hard: l.format(name, g.hard[name]),
+				NeverFits: inc > g.hard[name],
+			})
+		}
+	}
+}
+
+func sortedClusters(m map[string]resources.List) []string {
+	out := make([]string, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addReserved adds (sign 1) or removes (sign -1) a reservation's clusters from the sums.
+func (m *memberLimits) addReserved(clusters map[string]resources.List, sign int) {
+	for c, l := range clusters {
+		if m.reserved[c] == nil {
+			m.reserved[c] = resources.List{}
+		}
+		if sign > 0 {
+			m.reserved[c].Add(l)
+		} else {
+			m.reserved[c].Sub(l)
+		}
+	}
+}
+
+// render converts canonical amounts limited on members to a status list in the authors' names.
+func (m *memberLimits) render(l *Ledger, list resources.List) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, v := range list {
+		user, ok := l.userName[name]
+		if !ok {
+			user, ok = m.userName[name]
+		}
+		if ok {
+			out[user] = resources.Quantity(name, v)
+		}
+	}
+	return out
+}
+
+// renderClusters renders a reservation's clusters for status, sorted by name.
+func (m *memberLimits) renderClusters(l *Ledger, clusters map[string]resources.List) []quotav1alpha1.ClusterReservation {
+	var out []quotav1alpha1.ClusterReservation
+	for _, c := range sortedClusters(clusters) {
+		out = append(out, quotav1alpha1.ClusterReservation{Name: c, Reserved: m.render(l, clusters[c])})
+	}
+	return out
+}
+
+// SetClusterLabels tells the ledger the labels of member clusters, for its group limits.
+func (l *Ledger) SetClusterLabels(labelsOf ClusterLabels) {
+	if l.onMembers != nil {
+		l.onMembers.labelsOf = labelsOf
+	}
+}

@@ -1,0 +1,150 @@
+package quota
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
+)
+
+// capped is a quota of 100 CPU in all, at most 2 on member1, and 3 in the EU clusters (member1 and member2).
+func capped() *utiltesting.QuotaWrapper {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "100"))
+	q.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: list("cpu", "2")}}
+	q.Spec.ClusterGroups = []quotav1alpha1.ClusterGroupLimit{{
+		Name: "eu", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, Hard: list("cpu", "3"),
+	}}
+	return q
+}
+
+var regions = map[string]labels.Set{"member1": {"region": "eu"}, "member2": {"region": "eu"}, "member3": {"region": "us"}}
+
+func cappedLedger(t *testing.T, q *quotav1alpha1.KarmadaQuota) *Ledger {
+	t.Helper()
+	l := newLedger(t, q)
+	l.SetClusterLabels(func(c string) (labels.Set, bool) { set, ok := regions[c]; return set, ok })
+	return l
+}
+
+func webAt(clusters ...workv1alpha2.TargetCluster) *workv1alpha2.ResourceBinding {
+	b := utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1"))
+	for _, c := range clusters {
+		b.Cluster(c.Name, c.Replicas)
+	}
+	return b.Obj()
+}
+
+func at(name string, replicas int32) workv1alpha2.TargetCluster {
+	return workv1alpha2.TargetCluster{Name: name, Replicas: replicas}
+}
+
+func TestClusterAndGroupLimits(t *testing.T) {
+	cases := map[string]struct {
+		old, new  *workv1alpha2.ResourceBinding
+		wantError string
+		// wantClusters is what the write reserves on each cluster when admitted.
+		wantClusters map[string]resources.List
+	}{
+		"within the cluster's and the group's limits": {
+			new:          webAt(at("member1", 2), at("member3", 5)),
+			wantClusters: map[string]resources.List{"member1": {requestsCPU: 2000}, "member3": {requestsCPU: 5000}},
+		},
+		"past the cluster's limit, though the namespace has room": {
+			new:       webAt(at("member1", 3)),
+			wantError: "exceeded quota: team, cpu in cluster member1: requested 3, used 0, reserved 0, hard 2 (can never fit: the request alone exceeds hard)",
+		},
+		"past the group's limit, each cluster within its own": {
+			new:       webAt(at("member1", 2), at("member2", 2)),
+			wantError: "exceeded quota: team, cpu in cluster group eu: requested 4, used 0, reserved 0, hard 3 (can never fit: the request alone exceeds hard)",
+		},
+		"a move out of the capped cluster to one with room": {
+			old:          webAt(at("member1", 2), at("member3", 1)),
+			new:          webAt(at("member1", 1), at("member3", 2)),
+			wantClusters: map[string]resources.List{"member3": {requestsCPU: 1000}},
+		},
+		"a move inside the group is no growth of the group, but is reserved where it arrives": {
+			old:          webAt(at("member1", 1), at("member2", 1)),
+			new:          webAt(at("member2", 2)),
+			wantClusters: map[string]resources.List{"member2": {requestsCPU: 1000}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := cappedLedger(t, capped().Obj())
+			var old *usage.Usage
+			if tc.old != nil {
+				u := usageOf(t, tc.old)
+				old = &u
+			}
+			d := l.Demand(keyOf(tc.new), utiltesting.ReservationOwner(tc.new), usageOf(t, tc.new), old)
+			denial := l.Check(d)
+			if tc.wantError != "" {
+				if denial == nil || denial.Error() != tc.wantError {
+					t.Fatalf("denial %v, want %q", denial, tc.wantError)
+				}
+				return
+			}
+			if denial != nil {
+				t.Fatalf("refused: %v", denial)
+			}
+			l.Reserve(d, expires)
+			if diff := cmp.Diff(tc.wantClusters, l.Find(keyOf(tc.new)).Clusters); diff != "" {
+				t.Errorf("reserved on clusters (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClusterReservationsCountForOthers: what one write reserves on a cluster holds it against the next, through a
+// status round trip, until settled.
+func TestClusterReservationsCountForOthers(t *testing.T) {
+	l := cappedLedger(t, capped().Obj())
+	first := utiltesting.MakeBinding("ns", "a").Requests(list("cpu", "1")).Cluster("member1", 2).Obj()
+	d := l.Demand(keyOf(first), utiltesting.ReservationOwner(first), usageOf(t, first), nil)
+	if denial := l.Check(d); denial != nil {
+		t.Fatal(denial)
+	}
+	l.Reserve(d, expires)
+
+	q := capped().Obj()
+	l.WriteReservations(&q.Status)
+	again := cappedLedger(t, q)
+	second := utiltesting.MakeBinding("ns", "b").Requests(list("cpu", "1")).Cluster("member1", 1).Obj()
+	d = again.Demand(keyOf(second), utiltesting.ReservationOwner(second), usageOf(t, second), nil)
+	denial := again.Check(d)
+	if denial == nil || denial.Error() != "exceeded quota: team, cpu in cluster member1: requested 1, used 0, reserved 2, hard 2" {
+		t.Fatalf("denial %v, want member1 held by the first write's reservation", denial)
+	}
+	// The group sees it too: 2 reserved on member1, 2 more on member2 is 4 of 3.
+	third := utiltesting.MakeBinding("ns", "c").Requests(list("cpu", "1")).Cluster("member2", 2).Obj()
+	d = again.Demand(keyOf(third), utiltesting.ReservationOwner(third), usageOf(t, third), nil)
+	if denial := again.Check(d); denial == nil || denial.Error() != "exceeded quota: team, cpu in cluster group eu: requested 2, used 0, reserved 2, hard 3" {
+		t.Fatalf("denial %v, want the group held by the reservation on member1", denial)
+	}
+	// Settled: the room is back.
+	again.Settle(func(Reservation) bool { return true })
+	if denial := again.Check(again.Demand(keyOf(second), utiltesting.ReservationOwner(second), usageOf(t, second), nil)); denial != nil {
+		t.Fatalf("refused after the reservation settled: %v", denial)
+	}
+}
+
+// TestGroupMembershipFollowsLabels: a cluster relabelled out of a group no longer counts in it.
+func TestGroupMembershipFollowsLabels(t *testing.T) {
+	l := newLedger(t, capped().Obj())
+	rb := webAt(at("member2", 4))
+	d := l.Demand(keyOf(rb), utiltesting.ReservationOwner(rb), usageOf(t, rb), nil)
+	if denial := l.Check(d); denial != nil {
+		t.Fatalf("no labels known, no group member, yet refused: %v", denial)
+	}
+	l.SetClusterLabels(func(c string) (labels.Set, bool) { set, ok := regions[c]; return set, ok })
+	if denial := l.Check(d); denial == nil {
+		t.Fatal("member2 is in the EU group: 4 of 3 admitted")
+	}
+}
