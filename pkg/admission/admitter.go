@@ -76,6 +76,8 @@ type Admitter struct {
 	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
 	// foldingChecked is set once a dry-run write proved that the stored schema keeps status.foldedReservations.
 	foldingChecked atomic.Bool
+	// clusterLabels tells the member clusters' labels, for the quotas' cluster groups; nil knows of none.
+	clusterLabels quota.ClusterLabels
 }
 
 type pending struct {
@@ -210,6 +212,7 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 			}
 			return results, nil
 		}
+		l.SetClusterLabels(a.clusterLabels)
 		ledgers[i] = l
 	}
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -59,7 +62,16 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters/proxy,verbs=get
+// +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+// CacheOptions are the cache options the webhook's manager must be built with: of every member cluster it keeps
+// what the quotas' cluster groups read (members.TrimCluster).
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&clusterv1alpha1.Cluster{}: {Transform: members.TrimCluster},
+	}}
+}
 
 // Setup registers the webhooks with the manager's webhook server. The manager's cache says which quotas a
 // namespace has and what they hold; a quota whose write lost a race is read past it (see Admitter). Karmada's
@@ -86,8 +98,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	quotas := NewQuotaReader(mgr.GetCache(), informer.HasSynced)
+	// The member clusters' labels, for the quotas' cluster groups: a group's clusters are the ones its selector
+	// chooses at the moment of each decision.
+	clusters, err := mgr.GetCache().GetInformer(ctx, &clusterv1alpha1.Cluster{})
+	if err != nil {
+		return fmt.Errorf("watching Clusters: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("cluster-informer", func(*http.Request) error {
+		if !clusters.HasSynced() {
+			return errors.New("the Cluster informer has not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	admitter := NewAdmitter(quotas, mgr.GetAPIReader(), mgr.GetAPIReader(), mgr.GetClient(), opts.Clock,
 		opts.ReservationTTL, opts.DecisionTimeout, opts.MaxReservations)
+	admitter.clusterLabels = members.Labels(mgr.GetCache())
 	server := mgr.GetWebhookServer()
 	classes := &classifier{resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
 	holdings := &holdings{reader: interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize)}

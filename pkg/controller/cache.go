@@ -1,18 +1,23 @@
 package controller
 
 import (
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/pkg/members"
 )
 
 // CacheOptions are the cache options the controller's manager must be built with: its cache keeps of every
-// ResourceBinding only what the controller reads (TrimBinding).
+// ResourceBinding only what the controller reads (TrimBinding), and of every member cluster its name, labels and
+// readiness (members.TrimCluster).
 func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&workv1alpha2.ResourceBinding{}: {Transform: TrimBinding},
+		&clusterv1alpha1.Cluster{}:      {Transform: members.TrimCluster},
 	}}
 }
 

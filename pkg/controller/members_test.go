@@ -43,7 +43,7 @@ func TestMemberView(t *testing.T) {
 		read := q.DeepCopy()
 		read.Status = *s
 		report := v.observe(read, ledger, charged, now)
-		return renderStatus(read, ledger, tally, nil, report, now), report.newlyOver, report.recheck
+		return renderStatus(read, ledger, tally, nil, report, memberClusters{}, now), report.newlyOver, report.recheck
 	}
 	within := map[string]members.Running{
 		"member1": {"": {"pods": 2, "requests.cpu": 2000}},

@@ -112,6 +112,11 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	if err != nil {
 		return failed(r.markInvalid(ctx, &q, err))
 	}
+	joined, err := r.memberClustersFor(ctx, ledger)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	ledger.SetClusterLabels(joined.labelsOf())
 	if r.works != nil && !r.works.synced() {
 		// Counting without the Works would charge less than members run.
 		return ctrl.Result{RequeueAfter: time.Second}, false, nil
@@ -141,7 +146,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.Binding), "err", bad.Err)
 	}
 	members := r.members.observe(&q, ledger, tally.Clusters, now)
-	status := renderStatus(&q, ledger, tally, unclassified, members, now)
+	status := renderStatus(&q, ledger, tally, unclassified, members, joined, now)
 
 	drifted := r.state.drifted(key, q.UID, &q.Status)
 	if err := r.writeStatus(ctx, &q, status); err != nil {

@@ -42,7 +42,7 @@ func BenchmarkRecount(b *testing.B) {
 					b.Fatal(err)
 				}
 				tally := quota.Recount(ledger, quota.Observation{Bindings: bindings, Now: now})
-				status := renderStatus(q, ledger, tally, nil, memberReport{}, now)
+				status := renderStatus(q, ledger, tally, nil, memberReport{}, memberClusters{}, now)
 				if len(status.Clusters) != 10 {
 					b.Fatalf("clusters = %d, want 10", len(status.Clusters))
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -201,6 +202,10 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, waitChanged()))).
 		WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*quotav1alpha1.KarmadaQuota]{})).
 		WatchesRawSource(source.Channel(workChanged, handler.EventHandler(pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer}))).
+		// A cluster joining, leaving or relabelled changes which clusters a quota's limits name are joined, and which
+		// clusters its groups choose.
+		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(quotasLimitingMembers(mgr.GetClient())),
+			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, joinedOrLeft()))).
 		Complete(r)
 	if err != nil {
 		return ControllerName, err

@@ -21,7 +21,7 @@ import (
 // transition time. unclassified are the bindings whose priority class could not be read (classify), and members
 // what the members' view found (memberView.observe).
 func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quota.Tally, unclassified []priorityclass.Failure,
-	members memberReport, now time.Time) *quotav1alpha1.KarmadaQuotaStatus {
+	members memberReport, joined memberClusters, now time.Time) *quotav1alpha1.KarmadaQuotaStatus {
 	status := q.Status.DeepCopy()
 	status.ObservedGeneration = q.Generation
 	status.Hard = q.Spec.Hard.DeepCopy()
@@ -38,12 +38,29 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 			names = append(names, name)
 		}
 	}
+	// A cluster with a limit of its own is listed, used or not, joined or not: its limit is part of the quota.
+	for _, name := range ledger.LimitedClusters() {
+		if _, charged := tally.Clusters[name]; !charged {
+			if _, running := members.running[name]; !running {
+				names = append(names, name)
+			}
+		}
+	}
 	sort.Strings(names)
 	status.Clusters = nil
 	for _, name := range names {
 		c := quotav1alpha1.ClusterUsage{Name: name}
 		if used, ok := tally.Clusters[name]; ok {
-			c.Used = ledger.Render(used)
+			c.Used = ledger.RenderOnCluster(used)
+		}
+		if hard, reserved, limited := ledger.ClusterLimit(name); limited {
+			c.Hard = ledger.RenderOnCluster(hard)
+			c.NotJoined = !joined.has(name)
+			if len(reserved.Positive()) > 0 {
+				c.Reserved = ledger.RenderOnCluster(reserved.Positive())
+			}
+		} else if reserved := ledger.ClusterReserved(name); len(reserved.Positive()) > 0 {
+			c.Reserved = ledger.RenderOnCluster(reserved.Positive())
 		}
 		if evicting, ok := tally.Evicting[name]; ok {
 			c.Evicting = ledger.Render(evicting)
@@ -55,6 +72,13 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 			c.Running = ledger.RenderAll(running)
 		}
 		status.Clusters = append(status.Clusters, c)
+	}
+	status.ClusterGroups = nil
+	for _, g := range ledger.Groups(tally.Clusters, joined.names) {
+		status.ClusterGroups = append(status.ClusterGroups, quotav1alpha1.ClusterGroupUsage{
+			Name: g.Name, Clusters: g.Clusters,
+			Hard: ledger.RenderOnCluster(g.Hard), Used: ledger.RenderOnCluster(g.Used), Reserved: ledger.RenderOnCluster(g.Reserved),
+		})
 	}
 	status.Summary = summary(q.Spec.Hard, status.Used)
 

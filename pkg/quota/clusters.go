@@ -326,3 +326,87 @@ func (l *Ledger) SetClusterLabels(labelsOf ClusterLabels) {
 		l.onMembers.labelsOf = labelsOf
 	}
 }
+
+// OnCluster keeps, of what is used on one cluster, the resources this quota limits there: in all, on that
+// cluster, or in some group.
+func (l *Ledger) OnCluster(list resources.List) resources.List {
+	out := l.Limited(list)
+	if l.onMembers != nil {
+		for name, v := range l.onMembers.limited(list) {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// RenderOnCluster is Render for a list OnCluster kept.
+func (l *Ledger) RenderOnCluster(list resources.List) corev1.ResourceList {
+	if l.onMembers == nil {
+		return l.Render(list)
+	}
+	return l.onMembers.render(l, list)
+}
+
+// ClusterLimit is what cluster may use at most, and what is reserved there now; ok is false for a cluster without
+// a limit of its own.
+func (l *Ledger) ClusterLimit(cluster string) (hard, reserved resources.List, ok bool) {
+	if l.onMembers == nil {
+		return nil, nil, false
+	}
+	hard, ok = l.onMembers.clusters[cluster]
+	return hard, l.onMembers.reserved[cluster], ok
+}
+
+// LimitedClusters names the clusters with a limit of their own, sorted.
+func (l *Ledger) LimitedClusters() []string {
+	if l.onMembers == nil {
+		return nil
+	}
+	out := make([]string, 0, len(l.onMembers.clusters))
+	for c := range l.onMembers.clusters {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ClusterReserved is what is reserved on cluster for the resources limited on members.
+func (l *Ledger) ClusterReserved(cluster string) resources.List {
+	if l.onMembers == nil {
+		return nil
+	}
+	return l.onMembers.reserved[cluster]
+}
+
+// GroupUsage is what one cluster group of the quota uses, by the clusters it chooses now.
+type GroupUsage struct {
+	Name                 string
+	Clusters             []string
+	Hard, Used, Reserved resources.List
+}
+
+// Groups sums, for each cluster group in spec order, what used (by cluster) and the reservations hold on the
+// clusters it chooses among candidates (every cluster known), by the labels SetClusterLabels gave.
+func (l *Ledger) Groups(used map[string]resources.List, candidates []string) []GroupUsage {
+	if l.onMembers == nil || len(l.onMembers.groups) == 0 {
+		return nil
+	}
+	out := make([]GroupUsage, 0, len(l.onMembers.groups))
+	for _, g := range l.onMembers.groups {
+		gu := GroupUsage{Name: g.name, Hard: g.hard, Used: resources.List{}, Reserved: resources.List{}}
+		gu.Clusters = l.onMembers.members(g, candidates)
+		for _, c := range gu.Clusters {
+			for name := range g.hard {
+				gu.Used[name] = resources.Add(gu.Used[name], used[c][name])
+				gu.Reserved[name] = resources.Add(gu.Reserved[name], l.onMembers.reserved[c][name])
+			}
+		}
+		out = append(out, gu)
+	}
+	return out
+}
+
+// LimitsMembers reports whether the quota has cluster or group limits.
+func (l *Ledger) LimitsMembers() bool {
+	return l.onMembers != nil
+}

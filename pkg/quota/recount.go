@@ -76,7 +76,8 @@ type ObservedWork struct {
 type Tally struct {
 	// Used is what the bindings use that the quota counts.
 	Used resources.List
-	// Clusters splits Used by member cluster; a cluster using nothing the quota limits is absent.
+	// Clusters splits Used by member cluster, with what the quota limits on that cluster or a group besides
+	// (Ledger.OnCluster); a cluster using nothing the quota limits is absent.
 	Clusters map[string]resources.List
 	// Evicting is the part of Clusters kept there only through a graceful eviction (usage.Charge.Evicting).
 	Evicting map[string]resources.List
@@ -159,7 +160,7 @@ func Recount(l *Ledger, o Observation) Tally {
 		charge := u.Charge(l.Selector)
 		t.Used.Add(l.Limited(charge.Total))
 		for cluster, used := range charge.Clusters {
-			limited := l.Limited(used)
+			limited := l.OnCluster(used)
 			if len(limited) == 0 {
 				continue
 			}
@@ -234,7 +235,7 @@ func Targets(rb *workv1alpha2.ResourceBinding, cluster string) bool {
 // addEvicting records what charge keeps on clusters through u's graceful evictions, and until when.
 func (t *Tally) addEvicting(l *Ledger, u usage.Usage, charge usage.Charge, timeout time.Duration) {
 	for cluster, kept := range charge.Evicting {
-		limited := l.Limited(kept)
+		limited := l.OnCluster(kept)
 		if len(limited) == 0 {
 			continue
 		}

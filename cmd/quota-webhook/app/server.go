@@ -45,6 +45,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	stopping := &drain{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
+		Cache:                   admission.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		GracefulShutdownTimeout: &shutdown,

@@ -244,6 +244,10 @@ type ClusterUsage struct {
 	// Hard is the cluster's own limit (spec.clusters), when it has one.
 	// +optional
 	Hard corev1.ResourceList `json:"hard,omitempty"`
+	// NotJoined is set for a cluster with a limit that no member cluster of that name has joined Karmada as: the
+	// limit holds from the moment one does.
+	// +optional
+	NotJoined bool `json:"notJoined,omitempty"`
 	// Used in that cluster; keys mirror spec.hard and the cluster and group limits.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
