@@ -34,6 +34,11 @@ CONTROLLER_GEN := $(CODEGEN_BIN)/controller-gen
 CHART_CRDS     := $(CACHE)/chart-crds-prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)-cert-manager-$(CERT_MANAGER_VERSION)-karmada-$(KARMADA_VERSION).yaml
 # envtest wants etcd and kube-apiserver side by side in one folder.
 ENVTEST_ASSETS := $(CACHE)/envtest-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)
+# Karmada serves Clusters from its aggregated apiserver, not from a CRD: the test apiserver gets the pinned Karmada's
+# Cluster type as a CRD instead, written by controller-gen from its Go types (internal/testenv finds it here).
+KARMADA_CLUSTER_CRD := $(CACHE)/karmada-$(KARMADA_VERSION)-cluster-crd/cluster.karmada.io_clusters.yaml
+# What every test against a real apiserver needs.
+ENVTEST := $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(KARMADA_CLUSTER_CRD)
 
 # Without these the binaries report v0.0.0 and clients warn about version skew.
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
@@ -181,11 +186,11 @@ test-e2e: images local-kubelet local-karmada-tools ## End-to-end tests on a loca
 		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color
 
 .PHONY: bench-status-write
-bench-status-write: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What a quota status write costs kube-apiserver, against a placement, by status shape.
+bench-status-write: $(ENVTEST) ## What a quota status write costs kube-apiserver, against a placement, by status shape.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -run '^$$' -bench StatusWrite -benchtime $(or $(BENCHTIME),3000x) -count $(or $(COUNT),3) ./test/bench/internal/controlplane/
 
 .PHONY: bench-gates
-bench-gates: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## What the Work and resource template gates add to a write through kube-apiserver, against no gate; what template reads add to a binding write.
+bench-gates: $(ENVTEST) ## What the Work and resource template gates add to a write through kube-apiserver, against no gate; what template reads add to a binding write.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -run '^$$' -bench Gates -benchtime $(or $(BENCHTIME),500x) -count $(or $(COUNT),3) ./test/integration/webhook/
 
 .PHONY: test-faults
@@ -202,7 +207,7 @@ test-faults: images local-kubelet local-karmada-tools ## The fault suite alone a
 # karmada-quota, and Karmada's FederatedResourceQuota enforcement as it ships and at raised client QPS, on one
 # fresh kube-apiserver; then karmada-quota at 1,000 to 100,000 bindings (--scale). Both write docs/performance.md.
 # BENCH_FLAGS passes harness flags to the comparison, SCALE_FLAGS to the scale run (`go run ./test/bench --help`).
-bench: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(KARMADA_BIN)/karmada-webhook $(KARMADA_BIN)/karmada-controller-manager ## Go benchmarks, then karmada-quota vs the ceiling of any webhook vs Karmada FRQ, then at scale (docs/performance.md).
+bench: $(ENVTEST) $(KARMADA_BIN)/karmada-webhook $(KARMADA_BIN)/karmada-controller-manager ## Go benchmarks, then karmada-quota vs the ceiling of any webhook vs Karmada FRQ, then at scale (docs/performance.md).
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KARMADA_BIN=$(KARMADA_BIN) go run ./test/bench --out docs/performance.md \
 		--command 'make bench$(if $(BENCH_FLAGS), BENCH_FLAGS="$(BENCH_FLAGS)")' $(BENCH_FLAGS)
@@ -217,7 +222,7 @@ test-burst: envtest-assets ## A burst of 10,000 placements into one namespace wi
 		go test $(GO_TEST_FLAGS) -count=1 -timeout 60m -v ./test/integration/burst/...
 
 .PHONY: test-bench
-test-bench: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(KARMADA_BIN)/karmada-webhook $(KARMADA_BIN)/karmada-controller-manager ## The side-by-side benchmark at a tiny size, asserting correctness only.
+test-bench: $(ENVTEST) $(KARMADA_BIN)/karmada-webhook $(KARMADA_BIN)/karmada-controller-manager ## The side-by-side benchmark at a tiny size, asserting correctness only.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) KARMADA_BIN=$(KARMADA_BIN) go test $(GO_TEST_FLAGS) -count=1 -timeout 15m ./test/bench/...
 
 .PHONY: fuzz
@@ -231,8 +236,13 @@ fuzz: ## Fuzz the usage arithmetic and both webhooks' handlers, FUZZTIME each (d
 ##@ Tools
 
 .PHONY: envtest-assets
-envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build etcd and kube-apiserver for envtest.
+envtest-assets: $(ENVTEST) ## Build etcd and kube-apiserver for envtest, and Karmada's Cluster CRD.
 	@echo "KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS)"
+
+$(KARMADA_CLUSTER_CRD): $(CONTROLLER_GEN) go.mod
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp
+	$(CONTROLLER_GEN) crd paths=github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1 output:crd:dir=$(@D).tmp
+	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(ENVTEST_ASSETS)/kube-apiserver: $(KUBE_BIN)/kube-apiserver
 	mkdir -p $(@D) && ln -sf $< $@

@@ -44,6 +44,11 @@ func NewEnvironment() (*envtest.Environment, error) {
 	if err != nil {
 		return nil, err
 	}
+	clusterCRD, err := KarmadaClusterCRDDir(assets)
+	if err != nil {
+		return nil, err
+	}
+	karmadaCRDs = append(karmadaCRDs, clusterCRD)
 	s, err := Scheme()
 	if err != nil {
 		return nil, err

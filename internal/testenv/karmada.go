@@ -33,6 +33,24 @@ func karmadaModuleDir() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// KarmadaClusterCRDDir returns where `make envtest-assets` writes the pinned Karmada's Cluster type as a CRD: next to
+// assets (KUBEBUILDER_ASSETS), in the Makefile's cache. Karmada serves Clusters from its aggregated apiserver; the
+// test apiserver serves them from this CRD, so that what reads member clusters (the quotas' cluster groups) runs
+// against a real apiserver too.
+func KarmadaClusterCRDDir(assets string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", karmadaModule)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the version of %s: %w", karmadaModule, err)
+	}
+	dir := filepath.Join(filepath.Dir(assets), "karmada-"+strings.TrimSpace(string(out))+"-cluster-crd")
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("Karmada's Cluster CRD not found (%w): run `make envtest-assets`", err)
+	}
+	return dir, nil
+}
+
 // KarmadaCRDDirs returns the folders of Karmada's CRD bases in the pinned Karmada module: the same CRDs a
 // Karmada installation applies, without the conversion-webhook patches (the test apiserver has no webhook for
 // them).

@@ -255,7 +255,11 @@ var _ = Describe("Failing closed", func() {
 func grant(user string, verbs, statusVerbs []string) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "quota-" + user},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotas"}, Verbs: verbs}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotas"}, Verbs: verbs},
+			// What the replica needs besides, as installed: member clusters' labels, for the quotas' cluster groups.
+			{APIGroups: []string{"cluster.karmada.io"}, Resources: []string{"clusters"}, Verbs: []string{"list", "watch"}},
+		},
 	}
 	if len(statusVerbs) > 0 {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotas/status"}, Verbs: statusVerbs})

@@ -71,7 +71,9 @@ type ClusterLimit struct {
 	// Hard maps a resource name to the most the namespace may use in that cluster: what a binding places or keeps
 	// there, and what its Work there asks or holds (compute, pods, storage, claims, load balancers, node ports).
 	// Object counts are federation-wide, and refused here.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('limits.'))",message="limits.* cannot be enforced: a ResourceBinding carries resource requests only; use requests.<name> or the bare name"
+	// (The webhook refuses limits.* here, as in spec.hard; a CEL rule on the key of every cluster's and group's list
+	// would exceed the apiserver's cost budget for one schema.)
+	// +kubebuilder:validation:MaxProperties=64
 	Hard corev1.ResourceList `json:"hard"`
 }
 
@@ -88,7 +90,9 @@ type ClusterGroupLimit struct {
 
 	// Hard maps a resource name to the most the namespace may use in the group's clusters together, in the
 	// resource names of a cluster's limit.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('limits.'))",message="limits.* cannot be enforced: a ResourceBinding carries resource requests only; use requests.<name> or the bare name"
+	// (The webhook refuses limits.* here, as in spec.hard; a CEL rule on the key of every cluster's and group's list
+	// would exceed the apiserver's cost budget for one schema.)
+	// +kubebuilder:validation:MaxProperties=64
 	Hard corev1.ResourceList `json:"hard"`
 }
 
