@@ -184,9 +184,17 @@ func (w Write) Freshness(ledgers []*Ledger) Freshness {
 		if prior == nil {
 			continue
 		}
-		for name, v := range l.Demand(w.Key, w.Owner, w.New, w.Old).Increase {
+		d := l.Demand(w.Key, w.Owner, w.New, w.Old)
+		for name, v := range d.Increase {
 			if v > prior.Amount[name] {
 				ambiguous = true
+			}
+		}
+		for cluster, arrived := range arrivals(d.Clusters) {
+			for name, v := range arrived {
+				if v > prior.Clusters[cluster][name] {
+					ambiguous = true
+				}
 			}
 		}
 	}
