@@ -110,6 +110,8 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting quota.Waiting) metrics.Quot
 	}
 	for _, c := range q.Status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)
+		// After Clusters holds its used: a limited cluster exports used and reserved for every resource of its limit.
+		s.SetClusterLimit(c.Name, floats(c.Hard), floats(c.Reserved))
 		if c.Evicting != nil {
 			var until time.Time
 			if c.EvictingUntil != nil {
@@ -123,6 +125,9 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting quota.Waiting) metrics.Quot
 			}
 			s.ClustersRunning[c.Name] = floats(c.Running)
 		}
+	}
+	for _, g := range q.Status.ClusterGroups {
+		s.SetGroup(g.Name, floats(g.Hard), floats(g.Used), floats(g.Reserved))
 	}
 	if c := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionMembersWithinQuota); c != nil && c.Status != metav1.ConditionUnknown {
 		more := 0.0

@@ -146,9 +146,11 @@ func newDescribeCommand(o *options) *cobra.Command {
 		Short: "Show a quota's limits, use, use per member cluster, and the bindings waiting on it",
 		Long: "Show a KarmadaQuota as `kubectl describe resourcequota` shows a ResourceQuota: Name, Namespace, Scopes, and a\n" +
 			"Resource / Used / Reserved / Hard table; then whether its status is current, what the namespace uses in\n" +
-			"each member cluster, and the bindings waiting for quota whose needs it limits, with what each asks for and\n" +
-			"what is missing here; then the reservations not yet observed, each held by a binding (its placement) or by a\n" +
-			"Work (what its member cluster runs beyond the binding's placement). Without NAME, every quota of the namespace.",
+			"each member cluster (with Reserved and Hard there for a cluster with a limit of its own, and one not joined\n" +
+			"yet marked), its limits on groups of member clusters with the clusters each selects, and the bindings waiting\n" +
+			"for quota whose needs it limits, with what each asks for and what is missing here; then the reservations not\n" +
+			"yet observed, each held by a binding (its placement) or by a Work (what its member cluster runs beyond the\n" +
+			"binding's placement). Without NAME, every quota of the namespace.",
 		Example: "  kubectl karmada quota describe team-a -n team-a\n  kubectl karmada quota describe -n team-a -o yaml",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -278,7 +280,8 @@ func newWhyCommand(o *options) *cobra.Command {
 		Short: "Say why a workload is or is not scheduled, as far as quotas go",
 		Long: "Find the workload's ResourceBinding and say why it is or is not scheduled. Refused by quota: each refusing quota,\n" +
 			"recomputed from its status with the webhook's arithmetic, with every short resource's need, availability and\n" +
-			"shortfall, and whether it can ever fit. Scheduled: what each quota of the namespace charges it, per member\n" +
+			"shortfall, and whether it can ever fit; a limit on one member cluster or a group of them as the scheduler's\n" +
+			"message names it, with what the placement asked there against the limit's room now. Scheduled: what each quota of the namespace charges it, per member\n" +
 			"cluster. Scheduled, but a member's Work refused by quota (WorkRefused: an OverridePolicy raising requests, a\n" +
 			"DaemonSet's pod per node, a CronJob's Jobs), as Karmada last reported it in a SyncWorkFailed event on the\n" +
 			"binding: each member's refusal and what to do. A bare NAME is a Deployment; KIND is any kind kubectl knows\n" +

@@ -180,6 +180,76 @@ type QuotaSnapshot struct {
 	// Unclassified counts, for a quota scoped by PriorityClass, the namespace's bindings whose priority class could
 	// not be read, which the quota does not count.
 	Unclassified int
+	// ClustersHard maps a member cluster with a limit of its own (spec.clusters) to that limit
+	// (status.clusters[].hard); a cluster without one is absent. SetClusterLimit fills it.
+	ClustersHard map[string]map[string]float64
+	// ClustersReserved maps a member cluster to what is admitted there and not yet observed, for the resources a
+	// cluster or group limit counts (status.clusters[].reserved). SetClusterLimit fills it.
+	ClustersReserved map[string]map[string]float64
+	// Groups maps a cluster group of the quota (spec.clusterGroups) to its limit and what its clusters use and
+	// reserve together (status.clusterGroups[]). SetGroup fills it.
+	Groups map[string]GroupSnapshot
+}
+
+// GroupSnapshot is one cluster group of a quota, in base units: its limit, and what the clusters it selects now
+// use and reserve together. Used and Reserved hold every resource of Hard, 0 included.
+type GroupSnapshot struct {
+	Hard, Used, Reserved map[string]float64
+}
+
+// SetClusterLimit records, for one member cluster of status.clusters[], its own limit (hard; empty for a cluster
+// without one) and what is reserved there (reserved; status.clusters[].reserved, which holds only what is above
+// zero). Call it after Clusters holds the cluster's used: a limited cluster exports used and reserved for every
+// resource of its limit, 0 included, so that used / hard exists from the start, also for a cluster that has not
+// joined yet. A cluster without a limit of its own exports only a reservation above zero.
+func (s *QuotaSnapshot) SetClusterLimit(cluster string, hard, reserved map[string]float64) {
+	if len(hard) == 0 {
+		some := false
+		for _, v := range reserved {
+			some = some || v > 0
+		}
+		if some {
+			if s.ClustersReserved == nil {
+				s.ClustersReserved = map[string]map[string]float64{}
+			}
+			s.ClustersReserved[cluster] = reserved
+		}
+		return
+	}
+	if s.ClustersHard == nil {
+		s.ClustersHard = map[string]map[string]float64{}
+	}
+	if s.ClustersReserved == nil {
+		s.ClustersReserved = map[string]map[string]float64{}
+	}
+	if s.Clusters == nil {
+		s.Clusters = map[string]map[string]float64{}
+	}
+	s.ClustersHard[cluster] = hard
+	s.ClustersReserved[cluster] = withZeros(reserved, hard)
+	s.Clusters[cluster] = withZeros(s.Clusters[cluster], hard)
+}
+
+// SetGroup records one cluster group of status.clusterGroups[]: its limit, and what its clusters use and reserve
+// together, with every resource of the limit present, 0 included (a group whose clusters use nothing, or that
+// selects none now, is at 0, not absent).
+func (s *QuotaSnapshot) SetGroup(group string, hard, used, reserved map[string]float64) {
+	if s.Groups == nil {
+		s.Groups = map[string]GroupSnapshot{}
+	}
+	s.Groups[group] = GroupSnapshot{Hard: hard, Used: withZeros(used, hard), Reserved: withZeros(reserved, hard)}
+}
+
+// withZeros is values with a 0 for every resource of hard it lacks; values itself is not changed.
+func withZeros(values, hard map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(values)+len(hard))
+	for resource := range hard {
+		out[resource] = 0
+	}
+	for resource, v := range values {
+		out[resource] = v
+	}
+	return out
 }
 
 // SetClusterEvicting records what Karmada's graceful eviction from cluster keeps running there (in base units, as
@@ -245,6 +315,21 @@ var (
 	clusterEvictingUntilDesc = prometheus.NewDesc(namespace+"_cluster_evicting_until_timestamp_seconds",
 		"When the last of what cluster_evicting counts in one member cluster goes at the latest, as Unix time. Absent while one of them is held until released (purgeMode Never), and where nothing is evicted.",
 		[]string{"namespace", "quota", "cluster"}, nil)
+	clusterHardDesc = prometheus.NewDesc(namespace+"_cluster_hard",
+		"Hard limit of a quota in one member cluster (spec.clusters), in base units. Absent for a cluster without a limit of its own.",
+		[]string{"namespace", "quota", "cluster", "resource"}, nil)
+	clusterReservedDesc = prometheus.NewDesc(namespace+"_cluster_reserved",
+		"Admitted but not yet observed usage against a quota in one member cluster, for the resources a cluster or group limit counts, in base units.",
+		[]string{"namespace", "quota", "cluster", "resource"}, nil)
+	groupHardDesc = prometheus.NewDesc(namespace+"_group_hard",
+		"Hard limit of a quota in one group of member clusters (spec.clusterGroups), over the clusters it selects together, in base units.",
+		[]string{"namespace", "quota", "group", "resource"}, nil)
+	groupUsedDesc = prometheus.NewDesc(namespace+"_group_used",
+		"Observed usage against a quota in one group of member clusters, summed over the clusters it selects now, in base units.",
+		[]string{"namespace", "quota", "group", "resource"}, nil)
+	groupReservedDesc = prometheus.NewDesc(namespace+"_group_reserved",
+		"Admitted but not yet observed usage against a quota in one group of member clusters, summed over the clusters it selects now, in base units.",
+		[]string{"namespace", "quota", "group", "resource"}, nil)
 	waitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting",
 		"Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.", quotaLabels, nil)
 	unclassifiedDesc = prometheus.NewDesc(namespace+"_bindings_unclassified",
@@ -273,7 +358,8 @@ var quotas = &quotaCollector{}
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, clusterRunningDesc, clusterEvictingDesc,
-		clusterEvictingUntilDesc, waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc} {
+		clusterEvictingUntilDesc, clusterHardDesc, clusterReservedDesc, groupHardDesc, groupUsedDesc, groupReservedDesc,
+		waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc} {
 		ch <- d
 	}
 }
@@ -293,10 +379,18 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for desc, clusters := range map[*prometheus.Desc]map[string]map[string]float64{
 			clusterUsedDesc: s.Clusters, clusterRunningDesc: s.ClustersRunning, clusterEvictingDesc: s.ClustersEvicting,
+			clusterHardDesc: s.ClustersHard, clusterReservedDesc: s.ClustersReserved,
 		} {
 			for cluster, values := range clusters {
 				for resource, v := range values {
 					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
+				}
+			}
+		}
+		for group, g := range s.Groups {
+			for desc, values := range map[*prometheus.Desc]map[string]float64{groupHardDesc: g.Hard, groupUsedDesc: g.Used, groupReservedDesc: g.Reserved} {
+				for resource, v := range values {
+					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, group, resource)
 				}
 			}
 		}

@@ -33,9 +33,14 @@ var (
 		"karmada_quota_bindings_waiting_oldest_timestamp_seconds",
 		"karmada_quota_cluster_evicting",
 		"karmada_quota_cluster_evicting_until_timestamp_seconds",
+		"karmada_quota_cluster_hard",
+		"karmada_quota_cluster_reserved",
 		"karmada_quota_cluster_running",
 		"karmada_quota_cluster_used",
 		"karmada_quota_drift_repaired_total",
+		"karmada_quota_group_hard",
+		"karmada_quota_group_reserved",
+		"karmada_quota_group_used",
 		"karmada_quota_hard",
 		"karmada_quota_members_running_more",
 		"karmada_quota_metadata_generation",
@@ -62,7 +67,8 @@ type fakeStoredQuotas []StoredQuota
 func (f fakeStoredQuotas) StoredQuotas() []StoredQuota { return f }
 
 // teamQuota is one quota as the leader exports it: two limits, one member cluster running more than charged,
-// a failover from another keeping part of its usage there for a while, one binding waiting.
+// a failover from another keeping part of its usage there for a while, one binding waiting; member1 has a limit
+// of its own, and member1 and member2 form the group eu.
 var teamQuota = QuotaSnapshot{
 	Namespace: "team-a", Name: "team",
 	Hard:                  map[string]float64{"cpu": 10, "pods": 20},
@@ -75,6 +81,11 @@ var teamQuota = QuotaSnapshot{
 	MembersRunningMore:    ptr.To(1.0),
 	Waiting:               1,
 	OldestWaiting:         time.Unix(1700000000, 0),
+	ClustersHard:          map[string]map[string]float64{"member1": {"cpu": 2}},
+	ClustersReserved:      map[string]map[string]float64{"member1": {"cpu": 0.5}},
+	Groups: map[string]GroupSnapshot{
+		"eu": {Hard: map[string]float64{"cpu": 3}, Used: map[string]float64{"cpu": 2}, Reserved: map[string]float64{"cpu": 0.5}},
+	},
 }
 
 // webhookRegistry is what quota-webhook serves on /metrics, karmada_quota_* only: its registration alone, as the
@@ -209,6 +220,7 @@ func TestQuotaCollector(t *testing.T) {
 	idle.Name, idle.Waiting, idle.OldestWaiting = "idle", 0, time.Time{}
 	idle.Clusters, idle.ClustersRunning, idle.MembersRunningMore = nil, nil, nil
 	idle.ClustersEvicting, idle.ClustersEvictingUntil = nil, nil
+	idle.ClustersHard, idle.ClustersReserved, idle.Groups = nil, nil, nil
 	// Its eviction is held until released (purgeMode Never): no end to export.
 	scoped := teamQuota
 	scoped.Name, scoped.Unclassified, scoped.ClustersEvictingUntil = "scoped", 2, nil
@@ -238,6 +250,14 @@ karmada_quota_cluster_evicting{cluster="member2",namespace="team-a",quota="team"
 # HELP karmada_quota_cluster_evicting_until_timestamp_seconds When the last of what cluster_evicting counts in one member cluster goes at the latest, as Unix time. Absent while one of them is held until released (purgeMode Never), and where nothing is evicted.
 # TYPE karmada_quota_cluster_evicting_until_timestamp_seconds gauge
 karmada_quota_cluster_evicting_until_timestamp_seconds{cluster="member2",namespace="team-a",quota="team"} 1.7000006e+09
+# HELP karmada_quota_cluster_hard Hard limit of a quota in one member cluster (spec.clusters), in base units. Absent for a cluster without a limit of its own.
+# TYPE karmada_quota_cluster_hard gauge
+karmada_quota_cluster_hard{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 2
+karmada_quota_cluster_hard{cluster="member1",namespace="team-a",quota="team",resource="cpu"} 2
+# HELP karmada_quota_cluster_reserved Admitted but not yet observed usage against a quota in one member cluster, for the resources a cluster or group limit counts, in base units.
+# TYPE karmada_quota_cluster_reserved gauge
+karmada_quota_cluster_reserved{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 0.5
+karmada_quota_cluster_reserved{cluster="member1",namespace="team-a",quota="team",resource="cpu"} 0.5
 # HELP karmada_quota_cluster_running What the pods of a quota's namespace request in one member cluster, read from the member, in base units: above cluster_used, the member runs more than the quota charges.
 # TYPE karmada_quota_cluster_running gauge
 karmada_quota_cluster_running{cluster="member1",namespace="team-a",quota="scoped",resource="cpu"} 2.5
@@ -254,6 +274,18 @@ karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="scoped",r
 karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="scoped",resource="pods"} 1
 karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="team",resource="cpu"} 0.5
 karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="team",resource="pods"} 1
+# HELP karmada_quota_group_hard Hard limit of a quota in one group of member clusters (spec.clusterGroups), over the clusters it selects together, in base units.
+# TYPE karmada_quota_group_hard gauge
+karmada_quota_group_hard{group="eu",namespace="team-a",quota="scoped",resource="cpu"} 3
+karmada_quota_group_hard{group="eu",namespace="team-a",quota="team",resource="cpu"} 3
+# HELP karmada_quota_group_reserved Admitted but not yet observed usage against a quota in one group of member clusters, summed over the clusters it selects now, in base units.
+# TYPE karmada_quota_group_reserved gauge
+karmada_quota_group_reserved{group="eu",namespace="team-a",quota="scoped",resource="cpu"} 0.5
+karmada_quota_group_reserved{group="eu",namespace="team-a",quota="team",resource="cpu"} 0.5
+# HELP karmada_quota_group_used Observed usage against a quota in one group of member clusters, summed over the clusters it selects now, in base units.
+# TYPE karmada_quota_group_used gauge
+karmada_quota_group_used{group="eu",namespace="team-a",quota="scoped",resource="cpu"} 2
+karmada_quota_group_used{group="eu",namespace="team-a",quota="team",resource="cpu"} 2
 # HELP karmada_quota_hard Hard limit of a quota, in base units.
 # TYPE karmada_quota_hard gauge
 karmada_quota_hard{namespace="team-a",quota="idle",resource="cpu"} 10
@@ -270,7 +302,9 @@ karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
 		"karmada_quota_bindings_unclassified", "karmada_quota_bindings_waiting", "karmada_quota_bindings_waiting_oldest_timestamp_seconds",
 		"karmada_quota_cluster_evicting", "karmada_quota_cluster_evicting_until_timestamp_seconds",
-		"karmada_quota_cluster_running", "karmada_quota_cluster_used", "karmada_quota_hard", "karmada_quota_members_running_more"); err != nil {
+		"karmada_quota_cluster_hard", "karmada_quota_cluster_reserved", "karmada_quota_cluster_running", "karmada_quota_cluster_used",
+		"karmada_quota_group_hard", "karmada_quota_group_reserved", "karmada_quota_group_used",
+		"karmada_quota_hard", "karmada_quota_members_running_more"); err != nil {
 		t.Error(err)
 	}
 
@@ -301,6 +335,56 @@ func TestSetClusterEvicting(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("SetClusterEvicting (-want +got):\n%s", diff)
+	}
+}
+
+// TestSetClusterLimit: the controller's way of filling a snapshot from status.clusters[] with cluster limits. A
+// limited cluster exports used and reserved for every resource of its limit, 0 included, whether anything is used
+// or reserved there or not (member3 has not joined); a cluster without a limit of its own exports a reservation
+// above zero only (status.clusters[].reserved of a cluster some group counts), and no hard.
+func TestSetClusterLimit(t *testing.T) {
+	s := QuotaSnapshot{Clusters: map[string]map[string]float64{
+		"member1": {"cpu": 1.5, "pods": 3},
+		"member2": {"cpu": 0.5},
+		"member3": {},
+		"member4": {"cpu": 1},
+	}}
+	s.SetClusterLimit("member1", map[string]float64{"cpu": 2, "requests.memory": 4096}, map[string]float64{"cpu": 0.25})
+	s.SetClusterLimit("member2", map[string]float64{}, map[string]float64{"cpu": 0.5})
+	s.SetClusterLimit("member3", map[string]float64{"cpu": 1}, map[string]float64{})
+	s.SetClusterLimit("member4", nil, map[string]float64{"cpu": 0})
+	want := QuotaSnapshot{
+		Clusters: map[string]map[string]float64{
+			"member1": {"cpu": 1.5, "pods": 3, "requests.memory": 0},
+			"member2": {"cpu": 0.5},
+			"member3": {"cpu": 0},
+			"member4": {"cpu": 1},
+		},
+		ClustersHard: map[string]map[string]float64{"member1": {"cpu": 2, "requests.memory": 4096}, "member3": {"cpu": 1}},
+		ClustersReserved: map[string]map[string]float64{
+			"member1": {"cpu": 0.25, "requests.memory": 0},
+			"member2": {"cpu": 0.5},
+			"member3": {"cpu": 0},
+		},
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("SetClusterLimit (-want +got):\n%s", diff)
+	}
+}
+
+// TestSetGroup: a group exports used and reserved for every resource of its limit, 0 included, even while it
+// selects no cluster.
+func TestSetGroup(t *testing.T) {
+	var s QuotaSnapshot
+	s.SetGroup("eu", map[string]float64{"cpu": 3, "pods": 10}, map[string]float64{"cpu": 2}, nil)
+	s.SetGroup("empty", map[string]float64{"cpu": 1}, nil, nil)
+	want := QuotaSnapshot{Groups: map[string]GroupSnapshot{
+		"eu": {Hard: map[string]float64{"cpu": 3, "pods": 10}, Used: map[string]float64{"cpu": 2, "pods": 0},
+			Reserved: map[string]float64{"cpu": 0, "pods": 0}},
+		"empty": {Hard: map[string]float64{"cpu": 1}, Used: map[string]float64{"cpu": 0}, Reserved: map[string]float64{"cpu": 0}},
+	}}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("SetGroup (-want +got):\n%s", diff)
 	}
 }
 

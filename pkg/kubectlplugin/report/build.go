@@ -43,24 +43,8 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 	}
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Name < out.Resources[j].Name })
 
-	clusters := append([]quotav1alpha1.ClusterUsage(nil), q.Status.Clusters...)
-	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
-	for _, c := range clusters {
-		usage := ClusterUsage{Cluster: c.Name, Used: render(ledger, ledger.ParseStatus(c.Used))}
-		if c.Running != nil {
-			usage.Running = render(ledger, ledger.ParseStatus(c.Running))
-		}
-		if evicting := ledger.ParseStatus(c.Evicting).Positive(); len(evicting) > 0 {
-			usage.Evicting = render(ledger, evicting)
-			// The status leaves evictingUntil out while one of them waits for someone to release it.
-			if c.EvictingUntil != nil {
-				usage.EvictingUntil = timestamp(c.EvictingUntil.Time)
-			} else {
-				usage.EvictingHeld = true
-			}
-		}
-		out.Clusters = append(out.Clusters, usage)
-	}
+	out.Clusters = clusterUsages(q, ledger)
+	out.ClusterGroups = clusterGroups(q, ledger)
 
 	for i := range bindings {
 		rb := &bindings[i]
@@ -77,7 +61,7 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 			Workload:        workloadOf(rb),
 			Asks:            asksOf(rb),
 			Needs:           render(ledger, a.need),
-			Short:           a.short,
+			Short:           append(a.short, limitShortfalls(q, ledger, scheduledMessage(rb))...),
 			MissingRequests: a.missingRequests,
 		})
 	}
@@ -91,6 +75,10 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 // the ledger when the quota parses, as written otherwise.
 func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reservation, *FoldedReservations) {
 	amounts := func(list corev1.ResourceList) map[string]string {
+		if ledger != nil && ledger.LimitsMembers() {
+			// A limit on a cluster or a group may count a resource spec.hard does not.
+			return renderOnCluster(ledger, onCluster(ledger, list))
+		}
 		if ledger != nil {
 			return render(ledger, ledger.ParseStatus(list))
 		}
@@ -105,7 +93,8 @@ func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reserv
 		owner := r.ReservedBy
 		res := Reservation{
 			Kind: owner.Kind, APIVersion: owner.APIVersion, Namespace: owner.Namespace, Name: owner.Name,
-			Generation: r.Generation, Reserved: amounts(r.Reserved), Expires: timestamp(r.ExpirationTime.Time),
+			Generation: r.Generation, Reserved: amounts(r.Reserved), Clusters: reservationClusters(ledger, r.Clusters),
+			Expires: timestamp(r.ExpirationTime.Time),
 		}
 		if owner.Kind == ReservedByWork {
 			res.Cluster = clusterOf(owner.Namespace)
@@ -230,7 +219,7 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 	case usage.WaitingForQuota(rb):
 		w.Verdict = QuotaExceeded
 		for i := range sorted {
-			if r, refused := refusal(&sorted[i], rb); refused {
+			if r, refused := refusal(&sorted[i], rb, cond.Message); refused {
 				w.Refusals = append(w.Refusals, r)
 			}
 		}
@@ -254,18 +243,31 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 	return w
 }
 
-// refusal recomputes whether q refuses to place all of rb's replicas.
-func refusal(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Refusal, bool) {
+// refusal recomputes whether q refuses to place all of rb's replicas, and adds what q's cluster and group limits
+// lack that message (the binding's Scheduled condition's) names.
+func refusal(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding, message string) (Refusal, bool) {
 	ledger, err := quota.NewLedger(q)
 	if err != nil {
 		// The webhook refuses every binding write in the namespace while a quota is invalid.
 		return Refusal{Quota: q.Name, Invalid: err.Error()}, true
 	}
 	a, err := assess(ledger, rb)
-	if err != nil || !a.refused {
+	if err != nil {
 		return Refusal{}, false
 	}
-	return Refusal{Quota: q.Name, Short: a.short, MissingRequests: a.missingRequests}, true
+	limits := limitShortfalls(q, ledger, message)
+	if !a.refused && len(limits) == 0 {
+		return Refusal{}, false
+	}
+	return Refusal{Quota: q.Name, Short: append(a.short, limits...), MissingRequests: a.missingRequests}, true
+}
+
+// scheduledMessage is the message of rb's Scheduled condition: the refusal, when a quota refused it.
+func scheduledMessage(rb *workv1alpha2.ResourceBinding) string {
+	if c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled); c != nil {
+		return c.Message
+	}
+	return ""
 }
 
 // charge is what q counts for a scheduled binding; false when q cannot be parsed (Status says so elsewhere).
@@ -295,11 +297,11 @@ func charge(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Ch
 		}
 	}
 	for _, cluster := range sortedKeys(counted.Clusters) {
-		used := ledger.Limited(counted.Clusters[cluster])
+		used := ledger.OnCluster(counted.Clusters[cluster])
 		if len(used) == 0 {
 			continue
 		}
-		cu := ClusterUsage{Cluster: cluster, Used: render(ledger, used)}
+		cu := ClusterUsage{Cluster: cluster, Used: renderOnCluster(ledger, used)}
 		if evicting := ledger.Limited(counted.Evicting[cluster]).Positive(); len(evicting) > 0 {
 			cu.Evicting, cu.EvictingHeld = render(ledger, evicting), held[cluster]
 		}
@@ -340,9 +342,14 @@ func assess(ledger *quota.Ledger, rb *workv1alpha2.ResourceBinding) (assessment,
 	if denial == nil {
 		return a, nil
 	}
-	a.refused = true
 	hard, available := ledger.Hard(), ledger.Headroom(ledger.Used())
 	for _, e := range denial.Exceeded {
+		if e.Where != "" {
+			// All replicas placed on no cluster in particular: where the scheduler would place them is not known
+			// here, so a cluster's or a group's limit is read from its refusal instead (limitShortfalls).
+			continue
+		}
+		a.refused = true
 		name, _, err := resources.Canonical(e.Resource)
 		if err != nil {
 			continue
@@ -358,6 +365,7 @@ func assess(ledger *quota.Ledger, rb *workv1alpha2.ResourceBinding) (assessment,
 		})
 	}
 	for _, m := range denial.Missing {
+		a.refused = true
 		a.missingRequests = append(a.missingRequests, string(m))
 	}
 	return a, nil

@@ -41,6 +41,13 @@ func waiting(name string, replicas int32, requests corev1.ResourceList) *utiltes
 	return b.Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded)
 }
 
+// refusedWith sets the message of a waiting binding's Scheduled condition: the webhook's refusal, as the scheduler
+// records it.
+func refusedWith(b *utiltesting.BindingWrapper, refusal string) *utiltesting.BindingWrapper {
+	b.Status.Conditions[0].Message = `admission webhook "resourcebinding.karmada-quota.io" denied the request: ` + refusal
+	return b
+}
+
 func bindings(bs ...*utiltesting.BindingWrapper) []workv1alpha2.ResourceBinding {
 	out := make([]workv1alpha2.ResourceBinding, len(bs))
 	for i, b := range bs {
@@ -239,6 +246,82 @@ func TestDescribe(t *testing.T) {
 					{Cluster: "member3", Used: map[string]string{"cpu": "1", "pods": "1"},
 						Evicting: map[string]string{"cpu": "1", "pods": "1"}, EvictingHeld: true},
 				},
+			},
+		},
+		"limits on member clusters and groups: each cluster's hard beside its use, the groups, and the bindings they refuse": {
+			quota: func() *quotav1alpha1.KarmadaQuota {
+				q := ready(capped("team-a").Used(list("cpu", "3", "pods", "3")), 1).
+					Reservation(someBinding, 1, list("cpu", "1", "pods", "1"), time.Unix(0, 0)).Obj()
+				// A group added since the last recount: the controller has not counted it.
+				q.Spec.ClusterGroups = append(q.Spec.ClusterGroups, quotav1alpha1.ClusterGroupLimit{
+					Name: "us", ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, Hard: list("pods", "8"),
+				})
+				// The reservation grows member2, which the group eu counts.
+				q.Status.Reservations[0].Clusters = []quotav1alpha1.ClusterReservation{{Name: "member2", Reserved: list("cpu", "1")}}
+				q.Status.Clusters = []quotav1alpha1.ClusterUsage{
+					// As the controller writes them: memory, limited on member1 only, is used there.
+					{Name: "member1", Used: list("cpu", "2", "memory", "1Gi", "pods", "2"), Hard: list("cpu", "2", "memory", "4Gi")},
+					{Name: "member2", Used: list("cpu", "1", "pods", "1"), Reserved: list("cpu", "1")},
+					{Name: "member9", Hard: list("cpu", "4"), NotJoined: true},
+				}
+				q.Status.ClusterGroups = []quotav1alpha1.ClusterGroupUsage{
+					{Name: "eu", Clusters: []string{"member2", "member1"}, Hard: list("cpu", "5"), Used: list("cpu", "3"), Reserved: list("cpu", "1")},
+				}
+				return q
+			}(),
+			bindings: bindings(
+				// Member1 has no room left, though the namespace has.
+				refusedWith(waiting("pinned", 2, list("cpu", "1")),
+					"exceeded quota: team-a, cpu in cluster member1: requested 2, used 2, reserved 0, hard 2"),
+				// 3 in eu, where 1 is free: 3 used, 1 reserved on member2.
+				refusedWith(waiting("eu-app", 3, list("cpu", "1")),
+					"exceeded quota: team-a, cpu in cluster group eu: requested 3, used 3, reserved 0, hard 5"),
+				// Refused on member9 when it was full: it has room now, so nothing is short there.
+				refusedWith(waiting("later", 1, list("cpu", "1")),
+					"exceeded quota: team-a, cpu in cluster member9: requested 1, used 4, reserved 0, hard 4"),
+			),
+			want: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
+					Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1},
+				Resources: []Resource{
+					{Name: "cpu", Used: "3", Reserved: "1", Hard: "10", Available: "6", UsedPercent: 30},
+					{Name: "pods", Used: "3", Reserved: "1", Hard: "20", Available: "16", UsedPercent: 15},
+				},
+				Clusters: []ClusterUsage{
+					{Cluster: "member1", Used: map[string]string{"cpu": "2", "memory": "1Gi", "pods": "2"},
+						Hard: map[string]string{"cpu": "2", "memory": "4Gi"}, Reserved: map[string]string{"cpu": "0", "memory": "0"}},
+					{Cluster: "member2", Used: map[string]string{"cpu": "1", "pods": "1"}, Reserved: map[string]string{"cpu": "1"}},
+					{Cluster: "member9", NotJoined: true, Used: map[string]string{},
+						Hard: map[string]string{"cpu": "4"}, Reserved: map[string]string{"cpu": "0"}},
+				},
+				ClusterGroups: []ClusterGroup{
+					{Group: "eu", Clusters: []string{"member1", "member2"}, Used: map[string]string{"cpu": "3"},
+						Reserved: map[string]string{"cpu": "1"}, Hard: map[string]string{"cpu": "5"}},
+					{Group: "us", NotCounted: true, Hard: map[string]string{"pods": "8"}},
+				},
+				Waiting: []Waiting{
+					{
+						Binding: "eu-app", Workload: deployment("eu-app"),
+						Asks:  Asks{Replicas: 3, PerReplica: map[string]string{"cpu": "1"}},
+						Needs: map[string]string{"cpu": "3", "pods": "3"},
+						Short: []Shortfall{{Resource: "cpu", Group: "eu", Need: "3", Available: "1", ShortBy: "2", Hard: "5"}},
+					},
+					{
+						Binding: "later", Workload: deployment("later"),
+						Asks:  Asks{Replicas: 1, PerReplica: map[string]string{"cpu": "1"}},
+						Needs: map[string]string{"cpu": "1", "pods": "1"},
+					},
+					{
+						Binding: "pinned", Workload: deployment("pinned"),
+						Asks:  Asks{Replicas: 2, PerReplica: map[string]string{"cpu": "1"}},
+						Needs: map[string]string{"cpu": "2", "pods": "2"},
+						Short: []Shortfall{{Resource: "cpu", Cluster: "member1", Need: "2", Available: "0", ShortBy: "2", Hard: "2"}},
+					},
+				},
+				Reservations: []Reservation{{Kind: "ResourceBinding", APIVersion: "work.karmada.io/v1alpha2", Name: "other",
+					Generation: 1, Reserved: map[string]string{"cpu": "1", "pods": "1"},
+					Clusters: map[string]map[string]string{"member2": {"cpu": "1"}}, Expires: "1970-01-01T00:00:00Z"}},
 			},
 		},
 		"a quota the controller never saw: enforced from spec.hard, status none yet": {
@@ -457,6 +540,111 @@ func TestExplain(t *testing.T) {
 				},
 			},
 		},
+	}
+	// Cluster and group limits: team-a caps member1 (2 cpu, all used) and the EU clusters (5 cpu, 3 used, 1 of it on
+	// member2); other caps member2 at 1 cpu, none used. The refusal names where; the figures are the quotas' now.
+	capped := ready(capped("team-a").Used(list("cpu", "3", "pods", "3")), 1).Obj()
+	capped.Status.Clusters = []quotav1alpha1.ClusterUsage{
+		{Name: "member1", Used: list("cpu", "2", "pods", "2"), Hard: list("cpu", "2", "memory", "4Gi")},
+		{Name: "member2", Used: list("cpu", "1", "pods", "1")},
+	}
+	capped.Status.ClusterGroups = []quotav1alpha1.ClusterGroupUsage{{Name: "eu", Clusters: []string{"member1", "member2"}, Hard: list("cpu", "5"), Used: list("cpu", "3")}}
+	other := ready(utiltesting.MakeQuota("team-a", "other").Hard(list("pods", "100")), 1).Obj()
+	other.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member2", Hard: list("cpu", "1")}}
+	withLimits := []quotav1alpha1.KarmadaQuota{*capped, *other}
+	// The group eu as a quota counts it before the controller has: the refusal's own figures.
+	uncounted := capped.DeepCopy()
+	uncounted.Status.ClusterGroups = nil
+	// The cluster limit removed since the refusal.
+	lifted := capped.DeepCopy()
+	lifted.Spec.Clusters = nil
+	byLimits := func(name string, replicas int32, refusal string) *workv1alpha2.ResourceBinding {
+		return refusedWith(waiting(name, replicas, list("cpu", "1")), refusal).Obj()
+	}
+	const relayed = `admission webhook "resourcebinding.karmada-quota.io" denied the request: `
+	onMember1 := "exceeded quota: team-a, cpu in cluster member1: requested 2, used 2, reserved 0, hard 2"
+	overTheGroup := "exceeded quota: team-a, cpu in cluster group eu: requested 4, used 2, reserved 0, hard 5"
+	twoQuotas := "exceeded quota: team-a, cpu in cluster member1: requested 3, used 2, reserved 0, hard 2 (can never fit: the request alone exceeds hard); " +
+		"exceeded quota: other, cpu in cluster member2: requested 2, used 0, reserved 0, hard 1 (can never fit: the request alone exceeds hard)"
+	limitCases := map[string]struct {
+		binding *workv1alpha2.ResourceBinding
+		quotas  []quotav1alpha1.KarmadaQuota
+		want    Why
+	}{
+		"refused by a cluster's limit, though the namespace has room": {
+			binding: byLimits("pinned", 2, onMember1),
+			quotas:  withLimits,
+			want: Why{
+				Workload: deployment("web"), Binding: "pinned", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded, Message: relayed + onMember1},
+				Asks:      &Asks{Replicas: 2, PerReplica: map[string]string{"cpu": "1"}},
+				Refusals: []Refusal{{Quota: "team-a",
+					Short: []Shortfall{{Resource: "cpu", Cluster: "member1", Need: "2", Available: "0", ShortBy: "2", Hard: "2"}}}},
+			},
+		},
+		"refused by a group's limit: its clusters' use now, as the controller last counted them": {
+			binding: byLimits("eu-app", 4, overTheGroup),
+			quotas:  withLimits,
+			want: Why{
+				Workload: deployment("web"), Binding: "eu-app", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded, Message: relayed + overTheGroup},
+				Asks:      &Asks{Replicas: 4, PerReplica: map[string]string{"cpu": "1"}},
+				Refusals: []Refusal{{Quota: "team-a",
+					Short: []Shortfall{{Resource: "cpu", Group: "eu", Need: "4", Available: "2", ShortBy: "2", Hard: "5"}}}},
+			},
+		},
+		"refused by a group the controller has not counted: the refusal's figures": {
+			binding: byLimits("eu-app", 4, overTheGroup),
+			quotas:  []quotav1alpha1.KarmadaQuota{*uncounted},
+			want: Why{
+				Workload: deployment("web"), Binding: "eu-app", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded, Message: relayed + overTheGroup},
+				Asks:      &Asks{Replicas: 4, PerReplica: map[string]string{"cpu": "1"}},
+				Refusals: []Refusal{{Quota: "team-a",
+					Short: []Shortfall{{Resource: "cpu", Group: "eu", Need: "4", Available: "3", ShortBy: "1", Hard: "5"}}}},
+			},
+		},
+		"refused by two quotas' cluster limits, each never as placed": {
+			binding: byLimits("wide", 5, twoQuotas),
+			quotas:  withLimits,
+			want: Why{
+				Workload: deployment("web"), Binding: "wide", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded, Message: relayed + twoQuotas},
+				Asks:      &Asks{Replicas: 5, PerReplica: map[string]string{"cpu": "1"}},
+				Refusals: []Refusal{
+					{Quota: "other", Short: []Shortfall{{Resource: "cpu", Cluster: "member2", Need: "2", Available: "1", ShortBy: "1", Hard: "1", NeverFits: true}}},
+					{Quota: "team-a", Short: []Shortfall{{Resource: "cpu", Cluster: "member1", Need: "3", Available: "0", ShortBy: "3", Hard: "2", NeverFits: true}}},
+				},
+			},
+		},
+		"refused by a cluster's limit removed since: no quota refuses it now": {
+			binding: byLimits("pinned", 2, onMember1),
+			quotas:  []quotav1alpha1.KarmadaQuota{*lifted},
+			want: Why{
+				Workload: deployment("web"), Binding: "pinned", Verdict: QuotaExceeded,
+				Condition: &Condition{Status: "False", Reason: workv1alpha2.BindingReasonQuotaExceeded, Message: relayed + onMember1},
+				Asks:      &Asks{Replicas: 2, PerReplica: map[string]string{"cpu": "1"}},
+			},
+		},
+		"scheduled: charged per cluster what a cluster's limit counts too, memory which spec.hard does not": {
+			binding: utiltesting.MakeBinding("team-a", "web").Replicas(3).Requests(list("cpu", "500m", "memory", "1Gi")).
+				Cluster("member1", 1).Cluster("member2", 2).Scheduled(true, workv1alpha2.BindingReasonSuccess).Obj(),
+			quotas: []quotav1alpha1.KarmadaQuota{*capped},
+			want: Why{
+				Workload: deployment("web"), Binding: "web", Verdict: Scheduled,
+				Condition: &Condition{Status: "True", Reason: workv1alpha2.BindingReasonSuccess},
+				Asks:      &Asks{Replicas: 3, Placed: 3, PerReplica: map[string]string{"cpu": "500m", "memory": "1Gi"}},
+				Charges: []Charge{{Quota: "team-a", Selected: true,
+					Total: map[string]string{"cpu": "1500m", "pods": "3"},
+					Clusters: []ClusterUsage{
+						{Cluster: "member1", Used: map[string]string{"cpu": "500m", "memory": "1Gi", "pods": "1"}},
+						{Cluster: "member2", Used: map[string]string{"cpu": "1", "memory": "2Gi", "pods": "2"}},
+					}}},
+			},
+		},
+	}
+	for name, tc := range limitCases {
+		cases[name] = tc
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -53,8 +53,8 @@ func WriteQuotas(out io.Writer, quotas []Quota) error {
 
 // WriteQuota renders a quota in the shape of `kubectl describe resourcequota`: Name, Namespace, Scopes with their
 // meaning, then a Resource / Used / Reserved / Hard table sorted by resource name, then Karmada's additions: the
-// status's currency, use per member cluster and what graceful evictions keep there, and the bindings waiting on
-// the quota.
+// status's currency, use per member cluster (with each cluster's own limit) and what graceful evictions keep there,
+// the limits on groups of member clusters, and the bindings waiting on the quota.
 func WriteQuota(out io.Writer, q Quota) error {
 	w := newDescribeWriter(out)
 	w.line(0, "Name:\t%s\n", q.Name)
@@ -84,49 +84,13 @@ func WriteQuota(out io.Writer, q Quota) error {
 		return err
 	}
 
-	w = newDescribeWriter(out)
-	if len(q.Clusters) == 0 {
-		w.line(0, "Usage per member cluster:\t<none>\n")
-	} else {
-		w.line(0, "Usage per member cluster:\n")
-		read := slices.ContainsFunc(q.Clusters, func(c ClusterUsage) bool { return c.Running != nil })
-		if !read {
-			w.line(1, "Cluster\tResource\tUsed\n")
-			w.line(1, "-------\t--------\t----\n")
-		} else {
-			// What the member's pods request, read from the member, next to what the quota charges there.
-			w.line(1, "Cluster\tResource\tUsed\tRunning\n")
-			w.line(1, "-------\t--------\t----\t-------\n")
-		}
-		for _, c := range q.Clusters {
-			names := sortedKeys(c.Used)
-			for _, name := range sortedKeys(c.Running) {
-				if _, ok := c.Used[name]; !ok {
-					names = append(names, name)
-				}
-			}
-			sort.Strings(names)
-			for _, name := range names {
-				used := c.Used[name]
-				if used == "" {
-					used = "0"
-				}
-				if !read {
-					w.line(1, "%s\t%s\t%s\n", c.Cluster, name, used)
-					continue
-				}
-				running := c.Running[name]
-				if c.Running == nil {
-					running = "<not read>"
-				}
-				w.line(1, "%s\t%s\t%s\t%s\n", c.Cluster, name, used, running)
-			}
-		}
-	}
-	if err := w.flush(); err != nil {
+	if err := writeClusters(out, q.Clusters, len(q.ClusterGroups) > 0); err != nil {
 		return err
 	}
 	if err := writeEvicting(out, q.Clusters); err != nil {
+		return err
+	}
+	if err := writeGroups(out, q.ClusterGroups); err != nil {
 		return err
 	}
 
@@ -148,6 +112,98 @@ func WriteQuota(out io.Writer, q Quota) error {
 		return err
 	}
 	return writeReservations(out, q)
+}
+
+// writeClusters renders the use per member cluster: a row per cluster and resource, Used as the quota charges it
+// there; on a quota with limits on member clusters or groups of them (groups), Reserved there and the cluster's own
+// Hard ("-" where it has none), a cluster that has not joined marked as such; and, when the members were read, what
+// their pods request.
+func writeClusters(out io.Writer, clusters []ClusterUsage, groups bool) error {
+	w := newDescribeWriter(out)
+	if len(clusters) == 0 {
+		w.line(0, "Usage per member cluster:\t<none>\n")
+		return w.flush()
+	}
+	w.line(0, "Usage per member cluster:\n")
+	read := slices.ContainsFunc(clusters, func(c ClusterUsage) bool { return c.Running != nil })
+	limits := groups || slices.ContainsFunc(clusters, func(c ClusterUsage) bool { return c.Hard != nil || c.Reserved != nil })
+	header, dashes := "Cluster\tResource\tUsed", "-------\t--------\t----"
+	if limits {
+		header, dashes = header+"\tReserved\tHard", dashes+"\t--------\t----"
+	}
+	if read {
+		// What the member's pods request, read from the member, next to what the quota charges there.
+		header, dashes = header+"\tRunning", dashes+"\t-------"
+	}
+	w.line(1, "%s\n", header)
+	w.line(1, "%s\n", dashes)
+	for _, c := range clusters {
+		names := map[string]bool{}
+		for _, m := range []map[string]string{c.Used, c.Running, c.Reserved, c.Hard} {
+			for name := range m {
+				names[name] = true
+			}
+		}
+		cluster := c.Cluster
+		if c.NotJoined {
+			cluster += " (not joined)"
+		}
+		for _, name := range sortedKeys(names) {
+			row := cluster + "\t" + name + "\t" + orDefault(c.Used[name], "0")
+			if limits {
+				hard := "-"
+				if c.Hard != nil {
+					hard = orDefault(c.Hard[name], "-")
+				}
+				row += "\t" + orDefault(c.Reserved[name], "0") + "\t" + hard
+			}
+			if read {
+				running := c.Running[name]
+				if c.Running == nil {
+					running = "<not read>"
+				}
+				row += "\t" + running
+			}
+			w.line(1, "%s\n", row)
+		}
+	}
+	return w.flush()
+}
+
+// writeGroups lists the quota's limits on groups of member clusters, when it has any: each group's clusters, and
+// per resource what they use and reserve together against the group's hard.
+func writeGroups(out io.Writer, groups []ClusterGroup) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	w := newDescribeWriter(out)
+	w.line(0, "Cluster groups:\n")
+	w.line(1, "Group\tClusters\tResource\tUsed\tReserved\tHard\n")
+	w.line(1, "-----\t--------\t--------\t----\t--------\t----\n")
+	for _, g := range groups {
+		clusters := strings.Join(g.Clusters, ", ")
+		switch {
+		case g.NotCounted:
+			clusters = "<not counted yet>"
+		case len(g.Clusters) == 0:
+			clusters = "<none>"
+		}
+		for _, name := range sortedKeys(g.Hard) {
+			used, reserved := orDefault(g.Used[name], "0"), orDefault(g.Reserved[name], "0")
+			if g.NotCounted {
+				used, reserved = "<unknown>", "<unknown>"
+			}
+			w.line(1, "%s\t%s\t%s\t%s\t%s\t%s\n", g.Group, clusters, name, used, reserved, g.Hard[name])
+		}
+	}
+	return w.flush()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // writeEvicting lists, when a failover runs, what Karmada's graceful eviction keeps on each member cluster it moved
@@ -191,13 +247,26 @@ func writeReservations(out io.Writer, q Quota) error {
 	w.line(1, "Held by\tReserved\tExpires\tFor\n")
 	w.line(1, "-------\t--------\t-------\t---\n")
 	for _, r := range q.Reservations {
-		w.line(1, "%s\t%s\t%s\t%s\n", heldBy(r), amounts(r.Reserved), r.Expires, reservedFor(r))
+		w.line(1, "%s\t%s\t%s\t%s\n", heldBy(r), reservedText(r), r.Expires, reservedFor(r))
 	}
 	if f := q.FoldedReservations; f != nil {
 		w.line(1, "%d older, folded\t%s\t%s\t%s\n", f.Count, amounts(f.Reserved), f.Expires,
 			"writes admitted before the list reached its bound, charged until the last of them expires")
 	}
 	return w.flush()
+}
+
+// reservedText renders what a reservation holds, and on a quota with limits on member clusters, where.
+func reservedText(r Reservation) string {
+	s := amounts(r.Reserved)
+	if len(r.Clusters) == 0 {
+		return s
+	}
+	parts := make([]string, 0, len(r.Clusters))
+	for _, cluster := range sortedKeys(r.Clusters) {
+		parts = append(parts, cluster+": "+amounts(r.Clusters[cluster]))
+	}
+	return s + " (" + strings.Join(parts, "; ") + ")"
 }
 
 func heldBy(r Reservation) string {
@@ -266,7 +335,14 @@ func missingText(short []Shortfall, missingRequests []string) string {
 	var parts []string
 	for _, s := range short {
 		p := fmt.Sprintf("%s %s", s.Resource, s.ShortBy)
-		if s.NeverFits {
+		place := where(s)
+		if place != "" {
+			p += " in " + place
+		}
+		switch {
+		case s.NeverFits && place != "":
+			p += fmt.Sprintf(" (never as placed: needs %s there, hard %s)", s.Need, s.Hard)
+		case s.NeverFits:
 			p += fmt.Sprintf(" (can never fit: needs %s, hard %s)", s.Need, s.Hard)
 		}
 		parts = append(parts, p)
@@ -278,6 +354,18 @@ func missingText(short []Shortfall, missingRequests []string) string {
 		return "nothing: fits here (another quota refuses it, or it is about to be requeued)"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// where names the limit a shortfall is under: "cluster member1", "cluster group eu", or "" for the namespace-wide
+// hard, as the webhook's refusal names them.
+func where(s Shortfall) string {
+	switch {
+	case s.Cluster != "":
+		return "cluster " + s.Cluster
+	case s.Group != "":
+		return "cluster group " + s.Group
+	}
+	return ""
 }
 
 func amounts(m map[string]string) string {
@@ -380,7 +468,26 @@ func WriteWhy(out io.Writer, why Why) error {
 			continue
 		}
 		w.line(0, "Quota %s refuses it:\n", r.Quota)
-		if len(r.Short) > 0 {
+		if slices.ContainsFunc(r.Short, func(s Shortfall) bool { return where(s) != "" }) {
+			// A cluster's or a group's limit: what the refused placement asked there, against that limit.
+			w.line(1, "Resource\tWhere\tNeed\tAvailable\tShort by\tHard\tCan fit\n")
+			w.line(1, "--------\t-----\t----\t---------\t--------\t----\t-------\n")
+			for _, s := range r.Short {
+				place, fit := where(s), "once usage drops by "+s.ShortBy
+				switch {
+				case place == "":
+					place = "all clusters"
+					if s.NeverFits {
+						fit = "never: the need alone exceeds hard"
+					}
+				case s.NeverFits:
+					fit = "not as placed: the need there alone exceeds hard"
+				default:
+					fit = "once usage there drops by " + s.ShortBy
+				}
+				w.line(1, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Resource, place, s.Need, s.Available, s.ShortBy, s.Hard, fit)
+			}
+		} else if len(r.Short) > 0 {
 			w.line(1, "Resource\tNeed\tAvailable\tShort by\tHard\tCan fit\n")
 			w.line(1, "--------\t----\t---------\t--------\t----\t-------\n")
 			for _, s := range r.Short {
@@ -421,8 +528,18 @@ func WriteWhy(out io.Writer, why Why) error {
 			}
 			w.line(1, "%s\n", header)
 			w.line(1, "%s\n", dashes)
-			for _, name := range sortedKeys(c.Total) {
-				row := name + "\t" + c.Total[name]
+			// The namespace-wide limits, and what only a cluster's or a group's limit counts ("-" in Total).
+			names := map[string]bool{}
+			for name := range c.Total {
+				names[name] = true
+			}
+			for _, cl := range c.Clusters {
+				for name := range cl.Used {
+					names[name] = true
+				}
+			}
+			for _, name := range sortedKeys(names) {
+				row := name + "\t" + orDefault(c.Total[name], "-")
 				for _, cl := range c.Clusters {
 					v, ok := cl.Used[name]
 					if !ok {
@@ -522,7 +639,7 @@ func verdictLine(why Why) string {
 	}
 	names := make([]string, len(why.Refusals))
 	for i, r := range why.Refusals {
-		names[i] = r.Quota
+		names[i] = r.Quota + limitsPhrase(r)
 	}
 	verb := "refuses"
 	if len(names) > 1 {
@@ -549,9 +666,31 @@ func refusedLine(r WorksRefused) string {
 	return s + "; no successful sync recorded"
 }
 
+// limitsPhrase says, after a refusing quota's name, which of its cluster and group limits refuse: "" when only its
+// namespace-wide hard does.
+func limitsPhrase(r Refusal) string {
+	var places []string
+	total := len(r.MissingRequests) > 0
+	for _, s := range r.Short {
+		place := where(s)
+		if place == "" {
+			total = true
+		} else if !slices.Contains(places, place) {
+			places = append(places, place)
+		}
+	}
+	if len(places) == 0 {
+		return ""
+	}
+	if total {
+		return " (namespace-wide and in " + strings.Join(places, ", ") + ")"
+	}
+	return " (in " + strings.Join(places, ", ") + ")"
+}
+
 // outlook says what it takes for a refused workload to fit, the hardest obstacle first.
 func outlook(refusals []Refusal) string {
-	var invalid, never, unrequested []string
+	var invalid, never, unrequested, neverThere []string
 	for _, r := range refusals {
 		if r.Invalid != "" {
 			invalid = append(invalid, r.Quota)
@@ -560,9 +699,14 @@ func outlook(refusals []Refusal) string {
 			unrequested = append(unrequested, r.Quota)
 		}
 		for _, s := range r.Short {
-			if s.NeverFits {
+			if s.NeverFits && where(s) == "" {
 				never = append(never, r.Quota)
 				break
+			}
+		}
+		for _, s := range r.Short {
+			if place := where(s); s.NeverFits && place != "" && !slices.Contains(neverThere, r.Quota+" in "+place) {
+				neverThere = append(neverThere, r.Quota+" in "+place)
 			}
 		}
 	}
@@ -573,6 +717,9 @@ func outlook(refusals []Refusal) string {
 		return "it can never fit under " + strings.Join(never, ", ") + ": its need alone exceeds hard"
 	case len(unrequested) > 0:
 		return "its replicas must request what " + strings.Join(unrequested, ", ") + " limits"
+	case len(neverThere) > 0:
+		return "as the scheduler placed it, it can never fit under " + strings.Join(neverThere, ", ") +
+			": what it places there alone exceeds the limit there"
 	}
 	return "it fits once usage drops"
 }

@@ -93,6 +93,68 @@ func TestWriteQuota(t *testing.T) {
 				"Bindings waiting on this quota:  <none>",
 			),
 		},
+		"limits on member clusters: each cluster's Reserved and Hard, one not joined, the groups, reservations by cluster": {
+			quota: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status:    Status{State: Current, ObservedGeneration: 1},
+				Resources: []Resource{{Name: "cpu", Used: "3", Reserved: "1", Hard: "10"}, {Name: "pods", Used: "3", Reserved: "1", Hard: "20"}},
+				Clusters: []ClusterUsage{
+					{Cluster: "member1", Used: map[string]string{"cpu": "2", "memory": "1Gi", "pods": "2"},
+						Hard: map[string]string{"cpu": "2", "memory": "4Gi"}, Reserved: map[string]string{"cpu": "0", "memory": "0"}},
+					{Cluster: "member2", Used: map[string]string{"cpu": "1", "pods": "1"}, Reserved: map[string]string{"cpu": "1"}},
+					{Cluster: "member9", NotJoined: true, Used: map[string]string{}, Hard: map[string]string{"cpu": "4"}, Reserved: map[string]string{"cpu": "0"}},
+				},
+				ClusterGroups: []ClusterGroup{
+					{Group: "eu", Clusters: []string{"member1", "member2"}, Used: map[string]string{"cpu": "3", "pods": "3"},
+						Reserved: map[string]string{"cpu": "1", "pods": "0"}, Hard: map[string]string{"cpu": "5", "pods": "10"}},
+					{Group: "asia", Used: map[string]string{"cpu": "0"}, Reserved: map[string]string{"cpu": "0"}, Hard: map[string]string{"cpu": "8"}},
+					{Group: "us", NotCounted: true, Hard: map[string]string{"pods": "8"}},
+				},
+				Waiting: []Waiting{
+					{Binding: "pinned-deployment", Workload: deployment("pinned"), Asks: Asks{Replicas: 2, PerReplica: map[string]string{"cpu": "1"}},
+						Short: []Shortfall{{Resource: "cpu", Cluster: "member1", Need: "2", Available: "0", ShortBy: "2", Hard: "2"}}},
+					{Binding: "wide-deployment", Workload: deployment("wide"), Asks: Asks{Replicas: 8, PerReplica: map[string]string{"cpu": "1"}},
+						Short: []Shortfall{{Resource: "cpu", Group: "eu", Need: "6", Available: "1", ShortBy: "5", Hard: "5", NeverFits: true}}},
+				},
+				Reservations: []Reservation{{Kind: "ResourceBinding", Name: "web-deployment", Generation: 2,
+					Reserved: map[string]string{"cpu": "1", "pods": "1"}, Clusters: map[string]map[string]string{"member2": {"cpu": "1"}},
+					Expires: "2030-01-01T00:00:00Z"}},
+			},
+			want: lines(
+				"Name:       team-a",
+				"Namespace:  team-a",
+				"Status:     status is current (Ready, observed generation 1)",
+				"Resource    Used  Reserved  Hard",
+				"--------    ----  --------  ----",
+				"cpu         3     1         10",
+				"pods        3     1         20",
+				"Usage per member cluster:",
+				"  Cluster               Resource  Used  Reserved  Hard",
+				"  -------               --------  ----  --------  ----",
+				"  member1               cpu       2     0         2",
+				"  member1               memory    1Gi   0         4Gi",
+				"  member1               pods      2     0         -",
+				"  member2               cpu       1     1         -",
+				"  member2               pods      1     0         -",
+				"  member9 (not joined)  cpu       0     0         4",
+				"Cluster groups:",
+				"  Group  Clusters           Resource  Used       Reserved   Hard",
+				"  -----  --------           --------  ----       --------   ----",
+				"  eu     member1, member2   cpu       3          1          5",
+				"  eu     member1, member2   pods      3          0          10",
+				"  asia   <none>             cpu       0          0          8",
+				"  us     <not counted yet>  pods      <unknown>  <unknown>  8",
+				"Bindings waiting on this quota:",
+				"  Binding            Workload           Asks for     Missing here",
+				"  -------            --------           --------     ------------",
+				"  pinned-deployment  Deployment/pinned  2 × (cpu 1)  cpu 2 in cluster member1",
+				"  wide-deployment    Deployment/wide    8 × (cpu 1)  cpu 5 in cluster group eu (never as placed: needs 6 there, hard 5)",
+				"Reservations (admitted, not yet observed):",
+				"  Held by                         Reserved                        Expires               For",
+				"  -------                         --------                        -------               ---",
+				"  ResourceBinding web-deployment  cpu 1, pods 1 (member2: cpu 1)  2030-01-01T00:00:00Z  the binding's placement (generation 2)",
+			),
+		},
 		"a failover: what graceful evictions keep, after the usage per cluster, and until when": {
 			quota: Quota{
 				Namespace: "team-a", Name: "team-a",
@@ -503,6 +565,104 @@ func TestWriteWhy(t *testing.T) {
 				"Workload:  Deployment team-a/web",
 				"Binding:   <none>",
 				"Verdict:   no ResourceBinding binds it: no PropagationPolicy selects it, so Karmada does not schedule it and no quota is involved",
+			),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas, Events{})); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("WriteWhy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriteWhyClusterLimits(t *testing.T) {
+	// team-a: 10 cpu in all (3 used), 2 on member1 (all used), 5 in the EU clusters (3 used). other: 1 cpu on member2.
+	teamA := ready(capped("team-a").Used(list("cpu", "3", "pods", "3")), 1).Obj()
+	teamA.Status.Clusters = []quotav1alpha1.ClusterUsage{
+		{Name: "member1", Used: list("cpu", "2", "pods", "2"), Hard: list("cpu", "2", "memory", "4Gi")},
+		{Name: "member2", Used: list("cpu", "1", "pods", "1")},
+	}
+	teamA.Status.ClusterGroups = []quotav1alpha1.ClusterGroupUsage{{Name: "eu", Clusters: []string{"member1", "member2"}, Hard: list("cpu", "5"), Used: list("cpu", "3")}}
+	other := ready(utiltesting.MakeQuota("team-a", "other").Hard(list("pods", "100")), 1).Obj()
+	other.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member2", Hard: list("cpu", "1")}}
+	quotas := []quotav1alpha1.KarmadaQuota{*teamA, *other}
+	const relayed = `admission webhook "resourcebinding.karmada-quota.io" denied the request: `
+
+	cases := map[string]struct {
+		binding *workv1alpha2.ResourceBinding
+		want    string
+	}{
+		"refused by a cluster's limit: which, and what it lacks there": {
+			binding: refusedWith(waiting("pinned-deployment", 2, list("cpu", "1")),
+				"exceeded quota: team-a, cpu in cluster member1: requested 2, used 2, reserved 0, hard 2").Obj(),
+			want: lines(
+				"Workload:   Deployment team-a/web",
+				"Binding:    pinned-deployment",
+				"Scheduled:  False (QuotaExceeded)",
+				"Message:    "+relayed+"exceeded quota: team-a, cpu in cluster member1: requested 2, used 2, reserved 0, hard 2",
+				"Asks for:   2 replicas × (cpu 1), none placed",
+				"Verdict:    not scheduled: quota team-a (in cluster member1) refuses it; it fits once usage drops",
+				"",
+				"Quota team-a refuses it:",
+				"  Resource  Where            Need  Available  Short by  Hard  Can fit",
+				"  --------  -----            ----  ---------  --------  ----  -------",
+				"  cpu       cluster member1  2     0          2         2     once usage there drops by 2",
+			),
+		},
+		"refused namespace-wide and by a group, and by another quota's cluster limit, never as placed": {
+			binding: refusedWith(waiting("wide-deployment", 8, list("cpu", "1")),
+				"exceeded quota: team-a, cpu in cluster group eu: requested 3, used 3, reserved 0, hard 5; "+
+					"exceeded quota: other, cpu in cluster member2: requested 3, used 0, reserved 0, hard 1 (can never fit: the request alone exceeds hard)").Obj(),
+			want: lines(
+				"Workload:   Deployment team-a/web",
+				"Binding:    wide-deployment",
+				"Scheduled:  False (QuotaExceeded)",
+				"Message:    "+relayed+"exceeded quota: team-a, cpu in cluster group eu: requested 3, used 3, reserved 0, hard 5; "+
+					"exceeded quota: other, cpu in cluster member2: requested 3, used 0, reserved 0, hard 1 (can never fit: the request alone exceeds hard)",
+				"Asks for:   8 replicas × (cpu 1), none placed",
+				"Verdict:    not scheduled: quotas other (in cluster member2), team-a (namespace-wide and in cluster group eu) refuse it; "+
+					"as the scheduler placed it, it can never fit under other in cluster member2: what it places there alone exceeds the limit there",
+				"",
+				"Quota other refuses it:",
+				"  Resource  Where            Need  Available  Short by  Hard  Can fit",
+				"  --------  -----            ----  ---------  --------  ----  -------",
+				"  cpu       cluster member2  3     1          2         1     not as placed: the need there alone exceeds hard",
+				"",
+				"Quota team-a refuses it:",
+				"  Resource  Where             Need  Available  Short by  Hard  Can fit",
+				"  --------  -----             ----  ---------  --------  ----  -------",
+				"  cpu       all clusters      8     7          1         10    once usage drops by 1",
+				"  cpu       cluster group eu  3     2          1         5     once usage there drops by 1",
+			),
+		},
+		"scheduled: what a cluster's limit counts beside spec.hard, per cluster": {
+			binding: utiltesting.MakeBinding("team-a", "web-deployment").Replicas(3).Requests(list("cpu", "500m", "memory", "1Gi")).
+				Cluster("member1", 1).Cluster("member2", 2).Scheduled(true, workv1alpha2.BindingReasonSuccess).Obj(),
+			want: lines(
+				"Workload:   Deployment team-a/web",
+				"Binding:    web-deployment",
+				"Scheduled:  True (Success)",
+				"Asks for:   3 replicas × (cpu 500m, memory 1Gi), 3 placed",
+				"Verdict:    scheduled; charged by quotas other, team-a",
+				"",
+				"Quota other charges it:",
+				"  Resource  Total  member1  member2",
+				"  --------  -----  -------  -------",
+				"  cpu       -      500m     1",
+				"  pods      3      1        2",
+				"",
+				"Quota team-a charges it:",
+				"  Resource  Total  member1  member2",
+				"  --------  -----  -------  -------",
+				"  cpu       1500m  500m     1",
+				"  memory    -      1Gi      2Gi",
+				"  pods      3      1        2",
 			),
 		},
 	}

@@ -20,8 +20,12 @@ type Quota struct {
 	Status Status `json:"status"`
 	// Resources lists every limited resource, sorted by name.
 	Resources []Resource `json:"resources"`
-	// Clusters is what the namespace uses in each member cluster, sorted by cluster name.
+	// Clusters is what the namespace uses in each member cluster, sorted by cluster name, with each cluster's own
+	// limit where it has one (spec.clusters): a limited cluster is listed whether it uses anything or not.
 	Clusters []ClusterUsage `json:"clusters,omitempty"`
+	// ClusterGroups are the quota's limits on groups of member clusters (spec.clusterGroups), in spec order, each
+	// with the clusters it selects and what they use together.
+	ClusterGroups []ClusterGroup `json:"clusterGroups,omitempty"`
 	// Waiting lists the namespace's bindings the scheduler could not place because a quota refused them, whose
 	// needs this quota limits, sorted by binding name.
 	Waiting []Waiting `json:"waiting,omitempty"`
@@ -62,6 +66,9 @@ type Reservation struct {
 	Generation int64 `json:"generation"`
 	// Reserved is the increase admitted, by limited resource.
 	Reserved map[string]string `json:"reserved"`
+	// Clusters splits it by member cluster, for the resources a cluster or group limit counts: on each cluster the
+	// write grows, what it grows there (status.reservations[].clusters); absent on a quota without such limits.
+	Clusters map[string]map[string]string `json:"clusters,omitempty"`
 	// Expires is when the reservation lapses if its write never happened (RFC 3339).
 	Expires string `json:"expires"`
 }
@@ -129,8 +136,18 @@ type Resource struct {
 
 // ClusterUsage is what the namespace uses in one member cluster, by resource.
 type ClusterUsage struct {
-	Cluster string            `json:"cluster"`
-	Used    map[string]string `json:"used"`
+	Cluster string `json:"cluster"`
+	// NotJoined is set for a cluster with a limit of its own that no member cluster of that name has joined Karmada
+	// as (status.clusters[].notJoined): the limit holds from the moment one does.
+	NotJoined bool              `json:"notJoined,omitempty"`
+	Used      map[string]string `json:"used"`
+	// Reserved is what is admitted there and not yet observed, for the resources a cluster or group limit counts
+	// (the reservations' clusters): every resource of Hard, 0 included, on a cluster with a limit of its own; what
+	// is above 0 on another. Absent when nothing is.
+	Reserved map[string]string `json:"reserved,omitempty"`
+	// Hard is the cluster's own limit (spec.clusters), what is enforced there on top of the namespace-wide hard;
+	// absent for a cluster without one.
+	Hard map[string]string `json:"hard,omitempty"`
 	// Running is what the namespace's pods there request, read from the member; absent when it was not read.
 	Running map[string]string `json:"running,omitempty"`
 	// Evicting is the part of Used that runs there only until Karmada's graceful eviction from that cluster ends:
@@ -143,6 +160,24 @@ type ClusterUsage struct {
 	// EvictingHeld is set while one of them is kept until someone releases it (a failover with purgeMode Never):
 	// nothing ends it by itself, and it is charged until then.
 	EvictingHeld bool `json:"evictingHeld,omitempty"`
+}
+
+// ClusterGroup is one limit of a quota on a group of member clusters: what the clusters its selector chooses use
+// together, against the group's hard.
+type ClusterGroup struct {
+	Group string `json:"group"`
+	// Clusters are the member clusters the group's selector chose at the controller's last recount
+	// (status.clusterGroups[].clusters), sorted; empty when it chooses none.
+	Clusters []string `json:"clusters,omitempty"`
+	// NotCounted is set while the controller has not counted the group yet (a spec change it has not caught up
+	// with): Clusters and Used are then unknown, not empty.
+	NotCounted bool `json:"notCounted,omitempty"`
+	// Used is what the namespace uses in the group's clusters together, as the controller observed it; Reserved what
+	// the reservations hold there; both list every resource of Hard, 0 included, and are absent while NotCounted.
+	Used     map[string]string `json:"used,omitempty"`
+	Reserved map[string]string `json:"reserved,omitempty"`
+	// Hard is the group's limit, as enforced now.
+	Hard map[string]string `json:"hard"`
 }
 
 // Waiting is a binding the scheduler could not place because a quota refused it, as one quota sees it.
@@ -188,17 +223,29 @@ type Component struct {
 	PerReplica map[string]string `json:"perReplica,omitempty"`
 }
 
-// Shortfall is one resource a binding needs more of than a quota has available.
+// Shortfall is one resource a binding needs more of than a quota has available: under the namespace-wide hard,
+// or under the limit of one member cluster (Cluster) or one group of them (Group).
+//
+// A binding keeps no trace of the placement the scheduler tried and the webhook refused (spec.clusters holds the
+// last one admitted), so a cluster's or a group's shortfall is read from the refusal the scheduler copied into the
+// binding's Scheduled condition, which names the cluster or group and what the placement asked there; Available and
+// Hard are the quota's now. One whose limit is gone, or which fits now, is not listed.
 type Shortfall struct {
 	Resource string `json:"resource"`
-	Need     string `json:"need"`
-	// Available is hard - used - reserved.
+	// Cluster is the member cluster whose own limit (spec.clusters) is short; Group the cluster group whose limit
+	// (spec.clusterGroups) is. Both empty for the namespace-wide hard.
+	Cluster string `json:"cluster,omitempty"`
+	Group   string `json:"group,omitempty"`
+	// Need is what placing the workload adds: in all; or, for a cluster or a group, what the refused placement
+	// added there.
+	Need string `json:"need"`
+	// Available is hard - used - reserved, there.
 	Available string `json:"available"`
 	// ShortBy is need - available: how much usage must drop before it fits.
 	ShortBy string `json:"shortBy"`
 	Hard    string `json:"hard"`
 	// NeverFits is set when the need alone exceeds hard: waiting cannot help; hard must rise or the workload
-	// shrink.
+	// shrink (for a cluster or a group: or be placed elsewhere).
 	NeverFits bool `json:"neverFits,omitempty"`
 }
 
@@ -254,7 +301,8 @@ type Why struct {
 	// quotas select by; empty when it names none.
 	PriorityClass string `json:"priorityClass,omitempty"`
 	// Refusals are the quotas that refuse to place all of its replicas now, recomputed from their status with
-	// the webhook's arithmetic. For QuotaExceeded only.
+	// the webhook's arithmetic; a cluster's or a group's limit as the Scheduled condition's message names it (see
+	// Shortfall), with its figures now. For QuotaExceeded only.
 	Refusals []Refusal `json:"refusals,omitempty"`
 	// Charges say, for each quota of the namespace, what it counts for the workload. For Scheduled and WorkRefused.
 	Charges []Charge `json:"charges,omitempty"`

@@ -2,6 +2,7 @@ package report
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -197,7 +198,7 @@ func fixFor(r WorkRefusal, kind string) string {
 		parts = append(parts, "set the requests the message names in the pod template (or its OverridePolicy), since "+quotas+" limits them")
 	}
 	if strings.Contains(r.Message, "requested") || strings.Contains(r.Message, "asked") || len(parts) == 0 {
-		ask := "raise " + quotas + ", or lower what " + template + " or " + policies + " asks " + where
+		ask := "raise " + quotas + limitsNamed(r) + ", or lower what " + template + " or " + policies + " asks " + where
 		if strings.Contains(r.Message, "can never fit") {
 			ask += " (what it asks alone exceeds hard: waiting does not help)"
 		} else {
@@ -206,6 +207,29 @@ func fixFor(r WorkRefusal, kind string) string {
 		parts = append(parts, ask)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// limitsNamed says which cluster and group limits a refusal names (a quota's limit on one member cluster, or on a
+// group of them), after the quotas to raise: "" when it names none.
+func limitsNamed(r WorkRefusal) string {
+	var named []string
+	for _, d := range limitDenials(r.Message) {
+		place := "cluster " + d.cluster
+		if d.group != "" {
+			place = "cluster group " + d.group
+		}
+		whose := d.quota + "'s"
+		if len(r.Quotas) == 1 && r.Quotas[0] == d.quota {
+			whose = "its"
+		}
+		if phrase := whose + " limit in " + place; !slices.Contains(named, phrase) {
+			named = append(named, phrase)
+		}
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(named, ", ") + ")"
 }
 
 // clusterOf is the member cluster whose execution namespace (karmada-es-<cluster>) holds a Work; empty for any

@@ -328,6 +328,19 @@ func TestFixFor(t *testing.T) {
 			kind: "Deployment",
 			want: "set the requests the message names in the pod template (or its OverridePolicy), since quota team-a limits them",
 		},
+		"a member cluster's limit, and a group's of another quota: named": {
+			refusal: WorkRefusal{Cluster: "member1", Quotas: []string{"gpu", "team-a"}, Message: webhookMessage("member1", "r", "team-a/r",
+				"exceeded quota: team-a, cpu in cluster member1: requested 600m, used 2, reserved 0, hard 2; "+
+					"exceeded quota: gpu, nvidia.com/gpu in cluster group eu: requested 1, used 4, reserved 0, hard 4")},
+			kind: "Deployment",
+			want: "raise quotas gpu, team-a (team-a's limit in cluster member1, gpu's limit in cluster group eu), or lower what the Deployment or its OverridePolicy asks on member1, or free quota: Karmada retries and the Work is admitted once it fits",
+		},
+		"one quota's limit in a member cluster": {
+			refusal: WorkRefusal{Cluster: "member1", Quotas: []string{"team-a"}, Message: webhookMessage("member1", "r", "team-a/r",
+				"exceeded quota: team-a, cpu in cluster member1: requested 3, used 0, reserved 0, hard 2 (can never fit: the request alone exceeds hard)")},
+			kind: "DaemonSet",
+			want: "raise quota team-a (its limit in cluster member1), or lower what the DaemonSet or its OverridePolicy asks on member1 (what it asks alone exceeds hard: waiting does not help)",
+		},
 		"the message whole, no cluster, no kind": {
 			refusal: WorkRefusal{Message: "something would have member cluster x run more: requested 1"},
 			want:    "raise the quota, or lower what the resource template or its OverridePolicy asks there, or free quota: Karmada retries and the Work is admitted once it fits",

@@ -1,0 +1,312 @@
+package report
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
+)
+
+// A quota may limit what its namespace uses in single member clusters (spec.clusters) and in groups of them chosen
+// by their labels (spec.clusterGroups), on top of its namespace-wide hard. This file reads them for people: each
+// cluster's and group's limit next to what is used and reserved there, and which of them refused a placement.
+//
+// What the scheduler tried to place, and where, is not kept: the webhook refused the write, so spec.clusters still
+// holds the last placement admitted. Only the refusal says which cluster or group was short, and the scheduler
+// copies it into the binding's Scheduled condition: Denial.Error in pkg/quota writes, per quota,
+//
+//	exceeded quota: <quota>, <resource>[ in cluster <name>| in cluster group <name>]: requested <q>, used <q>, reserved <q>, hard <q>[ (can never fit: ...)], ...
+//
+// and the webhook joins the quotas refusing one write with "; ". Names of clusters (DNS subdomains), groups (DNS
+// labels), quotas and resources hold no space, comma or colon, and quantities no space or comma.
+
+// limitExceeded finds each resource of a denial that names a cluster or a group.
+var limitExceeded = regexp.MustCompile(`(?:^|, )([^\s,:]+) in cluster (?:group ([^\s,:]+)|([^\s,:]+)): requested ([^\s,]+), used ([^\s,]+), reserved ([^\s,]+), hard ([^\s,;()]+)`)
+
+// limitDenial is one resource a refusal says a cluster's or a group's limit lacked.
+type limitDenial struct {
+	quota, resource, cluster, group string
+	requested, used, reserved, hard string
+}
+
+// limitDenials reads the cluster and group limits a refusal message names, in its order, each under the quota
+// whose denial it is part of.
+func limitDenials(message string) []limitDenial {
+	quotas := exceededQuota.FindAllStringSubmatchIndex(message, -1)
+	var out []limitDenial
+	for _, m := range limitExceeded.FindAllStringSubmatchIndex(message, -1) {
+		owner := ""
+		for _, q := range quotas {
+			if q[0] < m[0] {
+				owner = message[q[2]:q[3]]
+			}
+		}
+		if owner == "" {
+			continue
+		}
+		group := func(i int) string {
+			if m[2*i] < 0 {
+				return ""
+			}
+			return message[m[2*i]:m[2*i+1]]
+		}
+		out = append(out, limitDenial{
+			quota: owner, resource: group(1), group: group(2), cluster: group(3),
+			requested: group(4), used: group(5), reserved: group(6), hard: strings.TrimRight(group(7), "."),
+		})
+	}
+	return out
+}
+
+// limitShortfalls are the shortfalls of q's cluster and group limits that a refusal message names, with the need
+// the refusal reported and availability from q now: a cluster's from its limit, its used in status.clusters and
+// the reservations' clusters; a group's from its limit, the clusters status.clusterGroups says it selects, their
+// used and their reservations (the message's own figures while the controller has not counted the group). A limit
+// gone since, or one the need fits now, is left out.
+func limitShortfalls(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, message string) []Shortfall {
+	if !ledger.LimitsMembers() {
+		return nil
+	}
+	groupHard := map[string]resources.List{}
+	for _, g := range ledger.Groups(nil, nil) {
+		groupHard[g.Name] = g.Hard
+	}
+	seen := map[string]bool{}
+	var out []Shortfall
+	for _, d := range limitDenials(message) {
+		if d.quota != q.Name {
+			continue
+		}
+		key := d.resource + "\x00" + d.cluster + "\x00" + d.group
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		name, _, err := resources.Canonical(corev1.ResourceName(d.resource))
+		if err != nil {
+			continue
+		}
+		need, ok := value(name, d.requested)
+		if !ok {
+			continue
+		}
+		var hard, used, reserved int64
+		if d.cluster != "" {
+			limit, held, limited := ledger.ClusterLimit(d.cluster)
+			if hard, ok = limit[name]; !limited || !ok {
+				continue
+			}
+			used, reserved = clusterUsed(q, d.cluster)[name], held[name]
+		} else {
+			if hard, ok = groupHard[d.group][name]; !ok {
+				continue
+			}
+			if members, counted := groupClusters(q, d.group); counted {
+				for _, c := range members {
+					used = resources.Add(used, clusterUsed(q, c)[name])
+					reserved = resources.Add(reserved, ledger.ClusterReserved(c)[name])
+				}
+			} else {
+				u, okUsed := value(name, d.used)
+				r, okReserved := value(name, d.reserved)
+				if !okUsed || !okReserved {
+					continue
+				}
+				used, reserved = u, r
+			}
+		}
+		available := resources.Sub(resources.Sub(hard, used), reserved)
+		if need <= available {
+			continue
+		}
+		out = append(out, Shortfall{
+			Resource: d.resource, Cluster: d.cluster, Group: d.group,
+			Need:      resources.Human(name, need),
+			Available: resources.Human(name, available),
+			ShortBy:   resources.Human(name, resources.Sub(need, available)),
+			Hard:      resources.Human(name, hard),
+			NeverFits: need > hard,
+		})
+	}
+	return out
+}
+
+// value reads an amount of a refusal message in accounting units.
+func value(name corev1.ResourceName, s string) (int64, bool) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, false
+	}
+	return resources.Value(name, q), true
+}
+
+// clusterUsed is status.clusters[].used of one cluster, every resource it lists, in canonical amounts.
+func clusterUsed(q *quotav1alpha1.KarmadaQuota, cluster string) resources.List {
+	for _, c := range q.Status.Clusters {
+		if c.Name == cluster {
+			return parseAll(c.Used)
+		}
+	}
+	return resources.List{}
+}
+
+// groupClusters are the clusters a group selected at the controller's last recount; false while it has not
+// counted the group.
+func groupClusters(q *quotav1alpha1.KarmadaQuota, group string) ([]string, bool) {
+	for _, g := range q.Status.ClusterGroups {
+		if g.Name == group {
+			return g.Clusters, true
+		}
+	}
+	return nil, false
+}
+
+// parseAll converts a status list to canonical amounts, every resource a quota could limit; names none could are
+// left out.
+func parseAll(list corev1.ResourceList) resources.List {
+	out := make(resources.List, len(list))
+	for name, q := range list {
+		canonical, _, err := resources.Canonical(name)
+		if err != nil {
+			continue
+		}
+		out[canonical] = resources.Value(canonical, q)
+	}
+	return out
+}
+
+// onCluster reads a list of status.clusters[] (or a group's, or a reservation's cluster) as the ledger counts what
+// is used on members: the resources the quota limits in all, on a cluster, or in a group.
+func onCluster(ledger *quota.Ledger, list corev1.ResourceList) resources.List {
+	return ledger.OnCluster(parseAll(list))
+}
+
+// renderOnCluster converts canonical amounts kept by onCluster to the names the quota's author wrote (in spec.hard,
+// or else in a cluster's or a group's hard), as people read them.
+func renderOnCluster(ledger *quota.Ledger, list resources.List) map[string]string {
+	out := make(map[string]string, len(list))
+	for name, v := range list {
+		for user := range ledger.RenderOnCluster(resources.List{name: v}) {
+			out[string(user)] = resources.Human(name, v)
+		}
+	}
+	return out
+}
+
+// withZeros is list with a 0 for every resource of hard it lacks.
+func withZeros(list, hard resources.List) resources.List {
+	out := list.Clone()
+	if out == nil {
+		out = resources.List{}
+	}
+	for name := range hard {
+		if _, ok := out[name]; !ok {
+			out[name] = 0
+		}
+	}
+	return out
+}
+
+// clusterUsages lists what the namespace uses in each member cluster the status lists, and each cluster with a
+// limit of its own, listed or not (a limit added since the last recount), sorted by name: used as observed, the
+// cluster's limit and what the reservations hold there as enforced now (spec, status.reservations).
+func clusterUsages(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) []ClusterUsage {
+	byName := map[string]quotav1alpha1.ClusterUsage{}
+	for _, c := range q.Status.Clusters {
+		byName[c.Name] = c
+	}
+	for _, name := range ledger.LimitedClusters() {
+		if _, ok := byName[name]; !ok {
+			byName[name] = quotav1alpha1.ClusterUsage{Name: name}
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []ClusterUsage
+	for _, name := range names {
+		c := byName[name]
+		usage := ClusterUsage{Cluster: c.Name, NotJoined: c.NotJoined, Used: renderOnCluster(ledger, onCluster(ledger, c.Used))}
+		if hard, reserved, limited := ledger.ClusterLimit(name); limited {
+			usage.Hard = renderOnCluster(ledger, hard)
+			usage.Reserved = renderOnCluster(ledger, withZeros(reserved, hard))
+		} else if reserved := ledger.ClusterReserved(name).Positive(); len(reserved) > 0 {
+			usage.Reserved = renderOnCluster(ledger, reserved)
+		}
+		if c.Running != nil {
+			usage.Running = render(ledger, ledger.ParseStatus(c.Running))
+		}
+		if evicting := ledger.ParseStatus(c.Evicting).Positive(); len(evicting) > 0 {
+			usage.Evicting = render(ledger, evicting)
+			// The status leaves evictingUntil out while one of them waits for someone to release it.
+			if c.EvictingUntil != nil {
+				usage.EvictingUntil = timestamp(c.EvictingUntil.Time)
+			} else {
+				usage.EvictingHeld = true
+			}
+		}
+		out = append(out, usage)
+	}
+	return out
+}
+
+// clusterGroups lists a quota's group limits in spec order: the limit as enforced now, the clusters the group
+// selected and what they used at the controller's last recount, and what the reservations hold on those clusters.
+func clusterGroups(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) []ClusterGroup {
+	var out []ClusterGroup
+	for _, g := range ledger.Groups(nil, nil) {
+		group := ClusterGroup{Group: g.Name, Hard: renderOnCluster(ledger, g.Hard)}
+		members, counted := groupClusters(q, g.Name)
+		if !counted {
+			group.NotCounted = true
+			out = append(out, group)
+			continue
+		}
+		group.Clusters = append([]string(nil), members...)
+		sort.Strings(group.Clusters)
+		used, reserved := resources.List{}, resources.List{}
+		for _, c := range members {
+			used.Add(clusterUsed(q, c))
+			reserved.Add(ledger.ClusterReserved(c))
+		}
+		keep := func(list resources.List) resources.List {
+			out := resources.List{}
+			for name := range g.Hard {
+				out[name] = list[name]
+			}
+			return out
+		}
+		group.Used = renderOnCluster(ledger, keep(used))
+		group.Reserved = renderOnCluster(ledger, keep(reserved))
+		out = append(out, group)
+	}
+	return out
+}
+
+// reservationClusters renders a reservation's split by cluster; nil when it has none.
+func reservationClusters(ledger *quota.Ledger, list []quotav1alpha1.ClusterReservation) map[string]map[string]string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]map[string]string, len(list))
+	for _, c := range list {
+		if ledger != nil {
+			out[c.Name] = renderOnCluster(ledger, onCluster(ledger, c.Reserved))
+			continue
+		}
+		amounts := make(map[string]string, len(c.Reserved))
+		for name, v := range c.Reserved {
+			amounts[string(name)] = v.String()
+		}
+		out[c.Name] = amounts
+	}
+	return out
+}
