@@ -410,3 +410,31 @@ func (l *Ledger) Groups(used map[string]resources.List, candidates []string) []G
 func (l *Ledger) LimitsMembers() bool {
 	return l.onMembers != nil
 }
+
+// bestRoom is, for each resource limited on members, the most that one of its cluster or group limits can still
+// take (hard - used - reserved there): the best any placement limited there could find.
+func (m *memberLimits) bestRoom() resources.List {
+	out := resources.List{}
+	consider := func(name corev1.ResourceName, room int64) {
+		if v, seen := out[name]; !seen || room > v {
+			out[name] = room
+		}
+	}
+	for cluster, hard := range m.clusters {
+		for name, h := range hard {
+			consider(name, resources.Sub(resources.Sub(h, m.used[cluster][name]), m.reserved[cluster][name]))
+		}
+	}
+	for _, g := range m.groups {
+		inGroup := m.members(g, m.known(nil))
+		for name, h := range g.hard {
+			var used, reserved int64
+			for _, c := range inGroup {
+				used = resources.Add(used, m.used[c][name])
+				reserved = resources.Add(reserved, m.reserved[c][name])
+			}
+			consider(name, resources.Sub(resources.Sub(h, used), reserved))
+		}
+	}
+	return out
+}

@@ -148,3 +148,31 @@ func TestGroupMembershipFollowsLabels(t *testing.T) {
 		t.Fatal("member2 is in the EU group: 4 of 3 admitted")
 	}
 }
+
+// TestWaitingOnAClusterLimit: a binding refused by a cluster's limit on a resource the namespace-wide hard does not
+// limit waits on the quota, and the headroom that would requeue it is the room of the roomiest limit on it.
+func TestWaitingOnAClusterLimit(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("pods", "100"))
+	q.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: list("cpu", "2")}}
+	running := utiltesting.MakeBinding("ns", "api").Requests(list("cpu", "1")).Cluster("member1", 2).Obj()
+	waiting := utiltesting.MakeBinding("ns", "web").Replicas(1).Requests(list("cpu", "1")).
+		Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded).Obj()
+
+	l := newLedger(t, q.Obj())
+	tally := Recount(l, Observation{Bindings: []workv1alpha2.ResourceBinding{*running, *waiting}, Now: now})
+	if len(tally.Waiting.Bindings) != 1 || tally.Waiting.Bindings[0].Binding.Name != "web" {
+		t.Fatalf("waiting %v, want web, refused by member1's cpu", tally.Waiting.Bindings)
+	}
+	if got := tally.Waiting.Bindings[0].Need[requestsCPU]; got != 1000 {
+		t.Errorf("web still needs %dm cpu, want 1000m", got)
+	}
+	if got := tally.Headroom[requestsCPU]; got != 0 {
+		t.Errorf("cpu headroom %dm, want 0: member1 is full", got)
+	}
+
+	// api leaves member1: its room is back, and web would fit.
+	tally = Recount(newLedger(t, q.Obj()), Observation{Bindings: []workv1alpha2.ResourceBinding{*waiting}, Now: now})
+	if got := tally.Headroom[requestsCPU]; got != 2000 {
+		t.Errorf("cpu headroom %dm, want 2000m once member1 is empty", got)
+	}
+}

@@ -405,11 +405,20 @@ func (l *Ledger) Limited(list resources.List) resources.List {
 	return out
 }
 
-// Headroom is what each limited resource can still take: hard - used - reserved, with used as given.
+// Headroom is what each limited resource can still take: hard - used - reserved, with used as given. A resource
+// limited only on member clusters can take, at best, what the roomiest of its cluster and group limits can
+// (clusters.go): a waiting binding is requeued when that could fit it.
 func (l *Ledger) Headroom(used resources.List) resources.List {
 	out := make(resources.List, len(l.hard))
 	for name, hard := range l.hard {
 		out[name] = resources.Sub(resources.Sub(hard, used[name]), l.reserved[name])
+	}
+	if l.onMembers != nil {
+		for name, room := range l.onMembers.bestRoom() {
+			if _, limitedInAll := l.hard[name]; !limitedInAll {
+				out[name] = room
+			}
+		}
 	}
 	return out
 }

@@ -191,6 +191,13 @@ func Recount(l *Ledger, o Observation) Tally {
 	t.FoldedExpired, _ = l.ExpireFolded(o.Now)
 	// The webhook keeps the list within its bound; a list longer than that is brought within it here.
 	l.Fold(MaxReservations)
+	if l.onMembers != nil {
+		// What the clusters use now, for the room their limits have left (Headroom).
+		l.onMembers.used = map[string]resources.List{}
+		for cluster, used := range t.Clusters {
+			l.onMembers.used[cluster] = l.onMembers.limited(used)
+		}
+	}
 	t.Headroom = l.Headroom(t.Used)
 	t.UntilExpiry = l.untilFirstExpiry(o.Now)
 	return t

@@ -68,5 +68,5 @@ func (l *Ledger) stillNeeded(rb *workv1alpha2.ResourceBinding, current usage.Cha
 	if err != nil {
 		return nil, err
 	}
-	return l.Limited(usage.Delta(wanted.Charge(l.Selector), &current)).Positive(), nil
+	return l.OnCluster(usage.Delta(wanted.Charge(l.Selector), &current)).Positive(), nil
 }
