@@ -96,7 +96,18 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		oldUsage = &u
 	}
 	if !usage.Grows(newUsage, oldUsage) {
-		return nil
+		// A move between clusters grows nothing federation-wide, but may grow what a cluster or group limit counts.
+		if !usage.GrowsOnACluster(newUsage, oldUsage) {
+			return nil
+		}
+		if quotas == nil {
+			if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
+				return quotasNotListed(rb.Namespace, err)
+			}
+		}
+		if !quotas.LimitMembers() {
+			return nil
+		}
 	}
 
 	if quotas == nil {

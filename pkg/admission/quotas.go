@@ -54,6 +54,17 @@ func (q *Quotas) Governed() bool {
 	return len(q.list.Items) > 0
 }
 
+// LimitMembers reports whether some quota limits member clusters or groups of them: a write that grows nothing
+// federation-wide may still grow what they count.
+func (q *Quotas) LimitMembers() bool {
+	for i := range q.list.Items {
+		if spec := &q.list.Items[i].Spec; len(spec.Clusters) > 0 || len(spec.ClusterGroups) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ScopedByPriorityClass names the quotas that count replicas by their priority class (validation.Scoped, the rule
 // the ledger's selector is built by). It compiles no selector: it runs on every placement of a binding that names
 // no class, and a quota whose selector does not compile is named too (the batch refuses any write it limits).

@@ -59,3 +59,20 @@ func positive(newList, oldList resources.List) bool {
 	}
 	return false
 }
+
+// GrowsOnACluster reports whether moving a binding from old (nil for a create) to new raises what it uses on some
+// member cluster, in any resource, under any priority class: a move between clusters, which Grows does not see, is
+// growth where it arrives, and a cluster or group limit there may refuse it.
+func GrowsOnACluster(newUsage Usage, old *Usage) bool {
+	newCharge := newUsage.Charge(Selector{})
+	if old == nil {
+		return len(newCharge.Clusters) > 0
+	}
+	oldCharge := old.Charge(Selector{})
+	for cluster, l := range newCharge.Clusters {
+		if positive(l, oldCharge.Clusters[cluster]) {
+			return true
+		}
+	}
+	return false
+}

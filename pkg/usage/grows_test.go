@@ -188,3 +188,35 @@ func TestGrowsAgreesWithTheLedger(t *testing.T) {
 		})
 	}
 }
+
+func TestGrowsOnACluster(t *testing.T) {
+	web := func() *utiltesting.BindingWrapper {
+		return utiltesting.MakeBinding("ns", "web").Requests(utiltesting.List("cpu", "1"))
+	}
+	of := func(b *utiltesting.BindingWrapper) usage.Usage {
+		u, err := usage.Of(b.Obj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	before := of(web().Cluster("member1", 2).Cluster("member2", 2))
+	for name, tc := range map[string]struct {
+		after usage.Usage
+		want  bool
+	}{
+		"a move to member3":          {of(web().Cluster("member1", 2).Cluster("member3", 2)), true},
+		"a move between two members": {of(web().Cluster("member1", 3).Cluster("member2", 1)), true},
+		"a scale-down":               {of(web().Cluster("member1", 1).Cluster("member2", 2)), false},
+		"no change":                  {of(web().Cluster("member2", 2).Cluster("member1", 2)), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := usage.GrowsOnACluster(tc.after, &before); got != tc.want {
+				t.Errorf("GrowsOnACluster = %v, want %v", got, tc.want)
+			}
+			if usage.Grows(tc.after, &before) {
+				t.Error("Grows sees growth: the case proves nothing about moves")
+			}
+		})
+	}
+}

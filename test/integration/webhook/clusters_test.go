@@ -51,6 +51,9 @@ var _ = Describe("Cluster and group limits", func() {
 		Expect(status.ErrStatus.Message).To(ContainSubstring("cpu in cluster group eu: requested 4, used 0, reserved 0, hard 3"))
 		Expect(place(web, cluster("member1", 2), cluster("member3", 10))).To(Succeed(), "room on member1 and outside the group")
 		Expect(place(web, cluster("member1", 1), cluster("member3", 11))).To(Succeed(), "a move off the capped cluster")
+		// A move onto it grows nothing federation-wide, and is growth there.
+		status = expectQuotaExceeded(place(web, cluster("member1", 3), cluster("member3", 9)))
+		Expect(status.ErrStatus.Message).To(ContainSubstring("cpu in cluster member1: requested 2"))
 	})
 
 	It("never places more on a capped cluster than its limit under a concurrent burst", func() {
