@@ -1,5 +1,6 @@
 // Package kubectlplugin is `kubectl karmada quota`, the kubectl plugin that reads KarmadaQuotas: describe a quota,
-// list quotas across namespaces fullest first, and say why a workload is or is not scheduled. It owns the flags,
+// list quotas across namespaces fullest first, and say why a workload is or is not scheduled; and that converts
+// Karmada's FederatedResourceQuotas into KarmadaQuotas (convert-frq). It owns the flags,
 // the requests to the karmada-apiserver and the explanation of their failures; what is printed is computed and
 // rendered by the pure package report.
 package kubectlplugin
@@ -54,7 +55,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "kubectl-karmada-quota",
 		Short: "Read KarmadaQuotas: what each namespace may use across member clusters, and why a workload waits",
 		Long: "Read KarmadaQuotas on the karmada-apiserver: what each namespace may use across all member clusters, what\n" +
-			"it uses in each, which bindings wait for quota, and why a workload is or is not scheduled.",
+			"it uses in each, which bindings wait for quota, and why a workload is or is not scheduled; and convert\n" +
+			"Karmada's FederatedResourceQuotas into KarmadaQuotas.",
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -64,7 +66,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
-	root.AddCommand(newDescribeCommand(o), newListCommand(o, false), newListCommand(o, true), newWhyCommand(o))
+	root.AddCommand(newDescribeCommand(o), newListCommand(o, false), newListCommand(o, true), newWhyCommand(o),
+		newConvertFRQCommand(o, nil))
 	return root
 }
 
