@@ -73,7 +73,6 @@ type ClusterLimit struct {
 	// Object counts are federation-wide, and refused here.
 	// (The webhook refuses limits.* here, as in spec.hard; a CEL rule on the key of every cluster's and group's list
 	// would exceed the apiserver's cost budget for one schema.)
-	// +kubebuilder:validation:MaxProperties=64
 	Hard corev1.ResourceList `json:"hard"`
 }
 
@@ -92,7 +91,6 @@ type ClusterGroupLimit struct {
 	// resource names of a cluster's limit.
 	// (The webhook refuses limits.* here, as in spec.hard; a CEL rule on the key of every cluster's and group's list
 	// would exceed the apiserver's cost budget for one schema.)
-	// +kubebuilder:validation:MaxProperties=64
 	Hard corev1.ResourceList `json:"hard"`
 }
 
