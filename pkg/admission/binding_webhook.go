@@ -57,25 +57,33 @@ func (v *BindingValidator) validate(ctx context.Context, op admissionv1.Operatio
 
 func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation, rb, old *workv1alpha2.ResourceBinding) error {
 	// The namespace's quotas are read once, when first needed: to tell the class of replicas placed without one,
-	// or to decide a write that grows.
+	// what the object holds on members where a quota limits it, or to decide a write that grows.
 	var quotas *Quotas
-	var err error
-	if v.classes.needed(rb) {
+	read := func() error {
+		if quotas != nil {
+			return nil
+		}
+		var err error
 		if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
 			return quotasNotListed(rb.Namespace, err)
+		}
+		return nil
+	}
+	var err error
+	if v.classes.needed(rb) {
+		if err := read(); err != nil {
+			return err
 		}
 		if rb, old, err = v.classes.classify(ctx, quotas, rb, old); err != nil {
 			return err
 		}
 	}
 	var held, wasHeld usage.Held
-	if v.holdings != nil && v.holdings.reader.Knows(rb.Spec.Resource) {
-		if quotas == nil {
-			if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
-				return quotasNotListed(rb.Namespace, err)
-			}
+	if v.holdings.knows(rb) {
+		if err := read(); err != nil {
+			return err
 		}
-		if v.holdings.needed(quotas, rb) {
+		if quotas.LimitHeld() {
 			if held, wasHeld, err = v.holdings.of(ctx, rb, old); err != nil {
 				return err
 			}
@@ -100,20 +108,15 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		if !usage.GrowsOnACluster(newUsage, oldUsage) {
 			return nil
 		}
-		if quotas == nil {
-			if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
-				return quotasNotListed(rb.Namespace, err)
-			}
+		if err := read(); err != nil {
+			return err
 		}
 		if !quotas.LimitMembers() {
 			return nil
 		}
 	}
-
-	if quotas == nil {
-		if quotas, err = v.quotas.Read(ctx, rb.Namespace); err != nil {
-			return quotasNotListed(rb.Namespace, err)
-		}
+	if err := read(); err != nil {
+		return err
 	}
 	// A namespace without a quota needs no batch. The batch reads the quotas again: each of its attempts decides on
 	// the newest copies (Admitter.readNewest).

@@ -8,7 +8,6 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/templates"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
@@ -26,9 +25,9 @@ type holdings struct {
 	reader *templates.Reader[usage.Held]
 }
 
-// needed reports whether rb's template may hold something a quota of the namespace limits. It reads no template.
-func (h *holdings) needed(quotas *Quotas, rb *workv1alpha2.ResourceBinding) bool {
-	return h != nil && h.reader.Knows(rb.Spec.Resource) && quotas.LimitHeld()
+// knows reports whether rb's template is of a kind that may hold something on members. It reads nothing.
+func (h *holdings) knows(rb *workv1alpha2.ResourceBinding) bool {
+	return h != nil && h.reader.Knows(rb.Spec.Resource)
 }
 
 // of returns what the templates of rb and old (nil for a create) hold. Made from one template version, both hold
@@ -46,7 +45,7 @@ func (h *holdings) of(ctx context.Context, rb, old *workv1alpha2.ResourceBinding
 			"what %s %s/%s holds on member clusters could not be read, so the write is refused (fail closed): %w",
 			rb.Spec.Resource.Kind, rb.Namespace, rb.Spec.Resource.Name, err))
 	}
-	if old == nil || priorityclass.SameTemplate(old, rb) {
+	if old == nil || templates.SameTemplate(old, rb) {
 		return now, now, nil
 	}
 	if previous, ok := h.reader.Previous(ctx, old.Spec.Resource, rb.Spec.Resource); ok {

@@ -110,12 +110,14 @@ func (v *TemplateValidator) decide(ctx context.Context, obj, was *unstructured.U
 	}
 	// What the template held, read from the stored version itself; remembered for the binding write the detector
 	// makes next, whose old binding names that version (holdings.of).
+	// A stored version that cannot be read held nothing this gate counts.
 	var wasHeld usage.Held
 	if was != nil {
-		if wasHeld, err = interpreter.HeldBy(was); err != nil {
-			wasHeld = usage.Held{}
-		} else if v.holdings != nil && rb.Spec.Resource.ResourceVersion == was.GetResourceVersion() {
-			v.holdings.reader.Remember(rb.Spec.Resource, wasHeld)
+		if h, err := interpreter.HeldBy(was); err == nil {
+			wasHeld = h
+			if v.holdings != nil && rb.Spec.Resource.ResourceVersion == was.GetResourceVersion() {
+				v.holdings.reader.Remember(rb.Spec.Resource, wasHeld)
+			}
 		}
 	}
 	newUsage, err := usage.With(would, w.Held)

@@ -167,7 +167,7 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 		return err
 	}
 	var held usage.Held
-	if v.holdings.needed(quotas, rb) {
+	if v.holdings.knows(rb) && quotas.LimitHeld() {
 		// The binding's placement holds what its template holds on this member: a Work asking as much is within it.
 		if held, _, err = v.holdings.of(ctx, rb, nil); err != nil {
 			return err

@@ -466,7 +466,7 @@ type manifestMeta struct {
 
 func manifestOf(q *quotav1alpha1.KarmadaQuota) manifest {
 	return manifest{
-		APIVersion: quotav1alpha1.GroupVersion.String(), Kind: "KarmadaQuota",
+		APIVersion: q.APIVersion, Kind: q.Kind,
 		Metadata: manifestMeta{Name: q.Name, Namespace: q.Namespace},
 		Spec:     q.Spec,
 	}
@@ -603,7 +603,7 @@ func (c *convertFRQ) explain(cl call, err error) error {
 	var status apierrors.APIStatus
 	isStatus := errors.As(err, &status)
 	switch {
-	case apierrors.IsNotFound(err) && isStatus && apiNotServed(status) && cl.kind == policyv1alpha1.ResourceKindFederatedResourceQuota:
+	case apierrors.IsNotFound(err) && apiNotServedErr(err) && cl.kind == policyv1alpha1.ResourceKindFederatedResourceQuota:
 		return fmt.Errorf("the server at %s does not serve %s: point --kubeconfig or --context at the karmada-apiserver", c.server, cl.resource)
 	case apierrors.IsForbidden(err):
 		where := fmt.Sprintf("in namespace %q", cl.namespace)

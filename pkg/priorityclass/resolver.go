@@ -83,11 +83,6 @@ func IsUnclassifiable(err error) bool {
 // DefaultCacheSize is how many template versions a Resolver remembers: about 200 bytes each, so 20 MB at most.
 const DefaultCacheSize = 100_000
 
-// listThreshold is how many templates of one kind in one namespace ClassifyAll reads with a LIST instead of a
-// GET each: a recount of a namespace of thousands of Deployments after a restart takes a few paged LISTs, not a
-// GET per Deployment at the client's rate limit.
-const listThreshold = 8
-
 // Resolver reads the priority class of bindings' templates from the karmada-apiserver, remembering the class of
 // each template version it read.
 type Resolver struct {
@@ -193,11 +188,9 @@ func requirementsWithClass(rb *workv1alpha2.ResourceBinding, class string) *work
 }
 
 // SameTemplate reports whether a and b were made from the same version of the same template, and so share its
-// class.
+// class (templates.SameTemplate).
 func SameTemplate(a, b *workv1alpha2.ResourceBinding) bool {
-	ra, rb := a.Spec.Resource, b.Spec.Resource
-	return ra.ResourceVersion != "" && ra.ResourceVersion == rb.ResourceVersion && ra.UID == rb.UID &&
-		ra.APIVersion == rb.APIVersion && ra.Kind == rb.Kind && ra.Namespace == rb.Namespace && ra.Name == rb.Name
+	return templates.SameTemplate(a, b)
 }
 
 // Cached returns the class of the template version ref names if this Resolver read it before.
@@ -243,60 +236,29 @@ type Failure struct {
 // LIST of their kind in their namespace when many of one kind are missing. It returns the bindings it could not
 // classify (Unclassifiable), and the first other error of a read, with which nothing is to be trusted.
 func (r *Resolver) ClassifyAll(ctx context.Context, bindings []workv1alpha2.ResourceBinding) ([]Failure, error) {
-	type kindIn struct {
-		namespace string
-		gk        schema.GroupKind
-	}
 	var failed []Failure
-	missing := map[kindIn][]int{}
+	var refs []workv1alpha2.ObjectReference
+	var of []int // of[k] is the index in bindings of refs[k]
 	for i := range bindings {
 		rb := &bindings[i]
 		if !Lacks(rb) {
 			continue
 		}
-		ref := rb.Spec.Resource
-		if class, ok := r.Cached(ref); ok {
-			fillClass(rb, class)
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		gk := gv.WithKind(ref.Kind).GroupKind()
-		if _, known := podTemplates[gk]; err != nil || !known {
-			_, err := r.Class(ctx, ref)
+		if !r.templates.Knows(rb.Spec.Resource) {
+			_, err := r.Class(ctx, rb.Spec.Resource)
 			failed = append(failed, Failure{Binding: rb.Name, Err: err})
 			continue
 		}
-		k := kindIn{namespace: ref.Namespace, gk: gk}
-		missing[k] = append(missing[k], i)
+		refs = append(refs, rb.Spec.Resource)
+		of = append(of, i)
 	}
-	for k, indexes := range missing {
-		if len(indexes) < listThreshold {
-			for _, i := range indexes {
-				class, err := r.Class(ctx, bindings[i].Spec.Resource)
-				if IsUnclassifiable(err) {
-					failed = append(failed, Failure{Binding: bindings[i].Name, Err: err})
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				fillClass(&bindings[i], class)
-			}
-			continue
-		}
-		current, _, err := r.templates.All(ctx, k.namespace, k.gk)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range indexes {
-			ref := bindings[i].Spec.Resource
-			class, ok := current[ref.Name]
-			if !ok {
-				failed = append(failed, Failure{Binding: bindings[i].Name, Err: &Unclassifiable{Resource: ref, Why: "the template is gone"}})
-				continue
-			}
-			fillClass(&bindings[i], class)
-		}
+	err := r.templates.Each(ctx, refs,
+		func(k int, class string) { fillClass(&bindings[of[k]], class) },
+		func(k int) {
+			failed = append(failed, Failure{Binding: bindings[of[k]].Name, Err: &Unclassifiable{Resource: refs[k], Why: templates.ErrGone.Error()}})
+		})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(failed, func(a, b Failure) int { return strings.Compare(a.Binding, b.Binding) })
 	return failed, nil

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/templates"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
@@ -235,7 +236,7 @@ func TestWithClassCopies(t *testing.T) {
 func TestClassifyAll(t *testing.T) {
 	// Many Deployments of one namespace: read with one LIST. A few StatefulSets: a GET each.
 	var objs []client.Object
-	for i := range listThreshold + 2 {
+	for i := range templates.ListThreshold + 2 {
 		class := "high"
 		if i%2 == 1 {
 			class = ""
@@ -279,7 +280,7 @@ func TestClassifyAll(t *testing.T) {
 		got[bindings[i].Name] = bindingClass(&bindings[i])
 	}
 	want := map[string]string{"flink": "", "classed": "low", "gone": "", "db-0": "critical", "db-1": "critical"}
-	for i := range listThreshold + 2 {
+	for i := range templates.ListThreshold + 2 {
 		want[fmt.Sprintf("web-%02d", i)] = map[bool]string{true: "high", false: ""}[i%2 == 0]
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

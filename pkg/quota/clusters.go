@@ -138,7 +138,7 @@ func (m *memberLimits) deltas(newCharge usage.Charge, oldCharge *usage.Charge) m
 		}
 	}
 	for cluster, l := range out {
-		if len(l.Positive()) == 0 && !negative(l) {
+		if zero(l) {
 			delete(out, cluster)
 		}
 	}
@@ -148,13 +148,14 @@ func (m *memberLimits) deltas(newCharge usage.Charge, oldCharge *usage.Charge) m
 	return out
 }
 
-func negative(l resources.List) bool {
+// zero reports whether l changes nothing.
+func zero(l resources.List) bool {
 	for _, v := range l {
-		if v < 0 {
-			return true
+		if v != 0 {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // arrivals are the positive parts of deltas: what a write reserves on each cluster.

@@ -31,6 +31,11 @@ var ErrGone = errors.New("the template is gone")
 // listPageSize bounds the templates one LIST page holds in memory.
 const listPageSize = 500
 
+// ListThreshold is how many templates of one kind in one namespace Each reads with a LIST instead of a GET each: a
+// recount of a namespace of thousands of Deployments after a restart takes a few paged LISTs, not a GET per
+// Deployment at the client's rate limit.
+const ListThreshold = 8
+
 // Reader reads one fact of type T from templates of the kinds it knows, remembering it per template version.
 type Reader[T any] struct {
 	client client.Reader
@@ -157,9 +162,9 @@ func (r *Reader[T]) Previous(ctx context.Context, old, current workv1alpha2.Obje
 	return v, err == nil
 }
 
-// All reads the fact from every template of a kind in a namespace, page by page, remembers each version's, and
+// all reads the fact from every template of a kind in a namespace, page by page, remembers each version's, and
 // returns them by template name. A template whose fact cannot be read is left out, its error returned in failed.
-func (r *Reader[T]) All(ctx context.Context, namespace string, gk schema.GroupKind) (facts map[string]T, failed map[string]error, err error) {
+func (r *Reader[T]) all(ctx context.Context, namespace string, gk schema.GroupKind) (facts map[string]T, failed map[string]error, err error) {
 	readAt, known := r.kinds[gk]
 	if !known {
 		return nil, nil, fmt.Errorf("the %s of %s is not read", r.what, gk)
@@ -195,6 +200,66 @@ func (r *Reader[T]) Remember(ref workv1alpha2.ObjectReference, v T) {
 	if ref.ResourceVersion != "" {
 		r.cache.Add(versionOf(ref), v)
 	}
+}
+
+// Each reads the fact of every template refs name, of kinds the Reader knows: remembered, or read with a GET each,
+// or with a paged LIST of a kind in a namespace when many of one kind are missing (all). It calls found with each
+// ref's index and fact, gone with the index of a template that is gone, and stops at the first other error: a read
+// that failed, or a template whose fact cannot be read.
+func (r *Reader[T]) Each(ctx context.Context, refs []workv1alpha2.ObjectReference, found func(i int, v T), gone func(i int)) error {
+	type kindIn struct {
+		namespace string
+		gk        schema.GroupKind
+	}
+	missing := map[kindIn][]int{}
+	for i, ref := range refs {
+		if v, ok := r.Cached(ref); ok {
+			found(i, v)
+			continue
+		}
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		k := kindIn{namespace: ref.Namespace, gk: gv.WithKind(ref.Kind).GroupKind()}
+		missing[k] = append(missing[k], i)
+	}
+	for k, indexes := range missing {
+		if len(indexes) < ListThreshold {
+			for _, i := range indexes {
+				v, err := r.Current(ctx, refs[i])
+				switch {
+				case errors.Is(err, ErrGone):
+					gone(i)
+				case err != nil:
+					return err
+				default:
+					found(i, v)
+				}
+			}
+			continue
+		}
+		all, failed, err := r.all(ctx, k.namespace, k.gk)
+		if err != nil {
+			return err
+		}
+		for _, i := range indexes {
+			name := refs[i].Name
+			if err := failed[name]; err != nil {
+				return fmt.Errorf("reading the %s of %s %s/%s: %w", r.what, k.gk.Kind, k.namespace, name, err)
+			}
+			if v, ok := all[name]; ok {
+				found(i, v)
+			} else {
+				gone(i)
+			}
+		}
+	}
+	return nil
+}
+
+// SameTemplate reports whether a and b were made from the same version of the same template, and so read alike.
+func SameTemplate(a, b *workv1alpha2.ResourceBinding) bool {
+	ra, rb := a.Spec.Resource, b.Spec.Resource
+	return ra.ResourceVersion != "" && ra.ResourceVersion == rb.ResourceVersion && ra.UID == rb.UID &&
+		ra.APIVersion == rb.APIVersion && ra.Kind == rb.Kind && ra.Namespace == rb.Namespace && ra.Name == rb.Name
 }
 
 // remember reads the fact from obj and records it for the template version obj is.

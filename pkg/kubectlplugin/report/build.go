@@ -74,26 +74,12 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 // what its member cluster runs beyond the binding's placement. Amounts in the author's names, rendered through
 // the ledger when the quota parses, as written otherwise.
 func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reservation, *FoldedReservations) {
-	amounts := func(list corev1.ResourceList) map[string]string {
-		if ledger != nil && ledger.LimitsMembers() {
-			// A limit on a cluster or a group may count a resource spec.hard does not.
-			return renderOnCluster(ledger, onCluster(ledger, list))
-		}
-		if ledger != nil {
-			return render(ledger, ledger.ParseStatus(list))
-		}
-		out := make(map[string]string, len(list))
-		for name, v := range list {
-			out[string(name)] = v.String()
-		}
-		return out
-	}
 	var out []Reservation
 	for _, r := range q.Status.Reservations {
 		owner := r.ReservedBy
 		res := Reservation{
 			Kind: owner.Kind, APIVersion: owner.APIVersion, Namespace: owner.Namespace, Name: owner.Name,
-			Generation: r.Generation, Reserved: amounts(r.Reserved), Clusters: reservationClusters(ledger, r.Clusters),
+			Generation: r.Generation, Reserved: reservedAmounts(ledger, r.Reserved), Clusters: reservationClusters(ledger, r.Clusters),
 			Expires: timestamp(r.ExpirationTime.Time),
 		}
 		if owner.Kind == ReservedByWork {
@@ -116,7 +102,7 @@ func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reserv
 	})
 	var folded *FoldedReservations
 	if f := q.Status.FoldedReservations; f != nil && f.Count > 0 {
-		folded = &FoldedReservations{Count: f.Count, Reserved: amounts(f.Reserved), Expires: timestamp(f.ExpirationTime.Time)}
+		folded = &FoldedReservations{Count: f.Count, Reserved: reservedAmounts(ledger, f.Reserved), Expires: timestamp(f.ExpirationTime.Time)}
 	}
 	return out, folded
 }

@@ -64,6 +64,18 @@ func limitDenials(message string) []limitDenial {
 	return out
 }
 
+// limitPlace names a cluster's limit ("cluster member1") or a group's ("cluster group eu") as the webhook's
+// refusal names them; "" for the namespace-wide hard (both empty).
+func limitPlace(cluster, group string) string {
+	switch {
+	case cluster != "":
+		return "cluster " + cluster
+	case group != "":
+		return "cluster group " + group
+	}
+	return ""
+}
+
 // limitShortfalls are the shortfalls of q's cluster and group limits that a refusal message names, with the need
 // the refusal reported and availability from q now: a cluster's from its limit, its used in status.clusters and
 // the reservations' clusters; a group's from its limit, the clusters status.clusterGroups says it selects, their
@@ -108,10 +120,8 @@ func limitShortfalls(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, messag
 				continue
 			}
 			if members, counted := groupClusters(q, d.group); counted {
-				for _, c := range members {
-					used = resources.Add(used, clusterUsed(q, c)[name])
-					reserved = resources.Add(reserved, ledger.ClusterReserved(c)[name])
-				}
+				inGroup, heldInGroup := groupSums(q, ledger, members)
+				used, reserved = inGroup[name], heldInGroup[name]
 			} else {
 				u, okUsed := value(name, d.used)
 				r, okReserved := value(name, d.reserved)
@@ -165,6 +175,17 @@ func groupClusters(q *quotav1alpha1.KarmadaQuota, group string) ([]string, bool)
 		}
 	}
 	return nil, false
+}
+
+// groupSums is what a group's clusters (members, as status.clusterGroups lists them) use together as observed, and
+// what the reservations hold on them now.
+func groupSums(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, members []string) (used, reserved resources.List) {
+	used, reserved = resources.List{}, resources.List{}
+	for _, c := range members {
+		used.Add(clusterUsed(q, c))
+		reserved.Add(ledger.ClusterReserved(c))
+	}
+	return used, reserved
 }
 
 // parseAll converts a status list to canonical amounts, every resource a quota could limit; names none could are
@@ -272,11 +293,7 @@ func clusterGroups(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) []Cluste
 		}
 		group.Clusters = append([]string(nil), members...)
 		sort.Strings(group.Clusters)
-		used, reserved := resources.List{}, resources.List{}
-		for _, c := range members {
-			used.Add(clusterUsed(q, c))
-			reserved.Add(ledger.ClusterReserved(c))
-		}
+		used, reserved := groupSums(q, ledger, members)
 		keep := func(list resources.List) resources.List {
 			out := resources.List{}
 			for name := range g.Hard {
@@ -298,15 +315,24 @@ func reservationClusters(ledger *quota.Ledger, list []quotav1alpha1.ClusterReser
 	}
 	out := make(map[string]map[string]string, len(list))
 	for _, c := range list {
-		if ledger != nil {
-			out[c.Name] = renderOnCluster(ledger, onCluster(ledger, c.Reserved))
-			continue
-		}
-		amounts := make(map[string]string, len(c.Reserved))
-		for name, v := range c.Reserved {
-			amounts[string(name)] = v.String()
-		}
-		out[c.Name] = amounts
+		out[c.Name] = reservedAmounts(ledger, c.Reserved)
+	}
+	return out
+}
+
+// reservedAmounts renders what a reservation (or its part on one cluster) holds in the author's names: through the
+// ledger when the quota parses (a limit on a cluster or a group may count a resource spec.hard does not), as
+// written otherwise (ledger nil).
+func reservedAmounts(ledger *quota.Ledger, list corev1.ResourceList) map[string]string {
+	if ledger != nil && ledger.LimitsMembers() {
+		return renderOnCluster(ledger, onCluster(ledger, list))
+	}
+	if ledger != nil {
+		return render(ledger, ledger.ParseStatus(list))
+	}
+	out := make(map[string]string, len(list))
+	for name, v := range list {
+		out[string(name)] = v.String()
 	}
 	return out
 }

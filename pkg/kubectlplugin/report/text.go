@@ -359,13 +359,7 @@ func missingText(short []Shortfall, missingRequests []string) string {
 // where names the limit a shortfall is under: "cluster member1", "cluster group eu", or "" for the namespace-wide
 // hard, as the webhook's refusal names them.
 func where(s Shortfall) string {
-	switch {
-	case s.Cluster != "":
-		return "cluster " + s.Cluster
-	case s.Group != "":
-		return "cluster group " + s.Group
-	}
-	return ""
+	return limitPlace(s.Cluster, s.Group)
 }
 
 func amounts(m map[string]string) string {
@@ -698,16 +692,19 @@ func outlook(refusals []Refusal) string {
 		if len(r.MissingRequests) > 0 {
 			unrequested = append(unrequested, r.Quota)
 		}
+		neverInAll := false
 		for _, s := range r.Short {
-			if s.NeverFits && where(s) == "" {
-				never = append(never, r.Quota)
-				break
+			if !s.NeverFits {
+				continue
+			}
+			if place := where(s); place == "" {
+				neverInAll = true
+			} else if there := r.Quota + " in " + place; !slices.Contains(neverThere, there) {
+				neverThere = append(neverThere, there)
 			}
 		}
-		for _, s := range r.Short {
-			if place := where(s); s.NeverFits && place != "" && !slices.Contains(neverThere, r.Quota+" in "+place) {
-				neverThere = append(neverThere, r.Quota+" in "+place)
-			}
+		if neverInAll {
+			never = append(never, r.Quota)
 		}
 	}
 	switch {

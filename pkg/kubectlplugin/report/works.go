@@ -214,10 +214,7 @@ func fixFor(r WorkRefusal, kind string) string {
 func limitsNamed(r WorkRefusal) string {
 	var named []string
 	for _, d := range limitDenials(r.Message) {
-		place := "cluster " + d.cluster
-		if d.group != "" {
-			place = "cluster group " + d.group
-		}
+		place := limitPlace(d.cluster, d.group)
 		whose := d.quota + "'s"
 		if len(r.Quotas) == 1 && r.Quotas[0] == d.quota {
 			whose = "its"
