@@ -340,6 +340,18 @@ func (l *Ledger) OnCluster(list resources.List) resources.List {
 	return out
 }
 
+// limitsOnCluster reports whether the quota limits name on a cluster: in all, on that cluster, or in some group.
+func (l *Ledger) limitsOnCluster(name corev1.ResourceName) bool {
+	if _, ok := l.hard[name]; ok {
+		return true
+	}
+	if l.onMembers == nil {
+		return false
+	}
+	_, ok := l.onMembers.userName[name]
+	return ok
+}
+
 // RenderOnCluster is Render for a list OnCluster kept.
 func (l *Ledger) RenderOnCluster(list resources.List) corev1.ResourceList {
 	if l.onMembers == nil {

@@ -158,16 +158,25 @@ func Recount(l *Ledger, o Observation) Tally {
 			u.Works[w.Cluster] = append(u.Works[w.Cluster], w.Asks...)
 		}
 		charge := u.Charge(l.Selector)
-		t.Used.Add(l.Limited(charge.Total))
+		// Added in place, resource by resource: a recount does this for every binding, and a list kept per binding
+		// and cluster would be garbage at once.
+		for name, v := range charge.Total {
+			if _, limited := l.hard[name]; limited {
+				t.Used[name] = resources.Add(t.Used[name], v)
+			}
+		}
 		for cluster, used := range charge.Clusters {
-			limited := l.OnCluster(used)
-			if len(limited) == 0 {
-				continue
+			for name, v := range used {
+				if !l.limitsOnCluster(name) {
+					continue
+				}
+				sum := t.Clusters[cluster]
+				if sum == nil {
+					sum = resources.List{}
+					t.Clusters[cluster] = sum
+				}
+				sum[name] = resources.Add(sum[name], v)
 			}
-			if t.Clusters[cluster] == nil {
-				t.Clusters[cluster] = resources.List{}
-			}
-			t.Clusters[cluster].Add(limited)
 		}
 		t.addEvicting(l, u, charge, o.EvictionTimeout)
 		if need, ok := l.waitsOn(rb, &charge); ok {
