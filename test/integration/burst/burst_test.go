@@ -187,9 +187,12 @@ func parallel(n, workers int, fn func(i int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer GinkgoRecover()
 			for i := range next {
-				fn(i)
+				// A failing call ends that call, not the worker: a worker gone would leave the sender blocked for good.
+				func() {
+					defer GinkgoRecover()
+					fn(i)
+				}()
 			}
 		}()
 	}

@@ -71,6 +71,7 @@ var _ = BeforeSuite(func() {
 		o.MaxReservations = maxReservations
 	}, nil)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(webhooks.WaitReady(ctx)).To(Succeed())
 	GinkgoWriter.Println(fmt.Sprintf("burst: %d placements, %d writers, at most %d reservations listed", placements, writers, maxReservations))
 })
 

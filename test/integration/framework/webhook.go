@@ -36,6 +36,8 @@ type Webhooks struct {
 	stop  func()
 	done  []chan error
 	proxy *roundRobin
+	// probes are the replicas' health probe addresses, for WaitReady.
+	probes []string
 }
 
 // StartWebhooks starts replicas of the webhook on loopback, waits until each serves TLS, and registers the
@@ -51,7 +53,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 	w := &Webhooks{CA: certs.LocalServingCAData, stop: cancel}
 	var backends []string
 	for i := 0; i < replicas; i++ {
-		ports, err := loopback.FreePorts(1)
+		ports, err := loopback.FreePorts(2)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -60,7 +62,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 		opts.BindAddress = fmt.Sprintf("127.0.0.1:%d", ports[0])
 		opts.CertDir = certs.LocalServingCertDir
 		opts.MetricsBindAddress = "0"
-		opts.HealthProbeBindAddress = "0"
+		opts.HealthProbeBindAddress = fmt.Sprintf("127.0.0.1:%d", ports[1])
 		opts.GracefulShutdownTimeout = 5 * time.Second
 		// The replicas sit behind the test's own round-robin, which never routes to a stopped one.
 		opts.ShutdownDelay = 0
@@ -80,6 +82,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 			return nil, fmt.Errorf("webhook replica %d never served: %w", i, err)
 		}
 		backends = append(backends, backend)
+		w.probes = append(w.probes, opts.HealthProbeBindAddress)
 	}
 	proxy, err := newRoundRobin(backends, certs.LocalServingCertDir, certs.LocalServingCAData)
 	if err != nil {
@@ -100,6 +103,31 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 		return nil, fmt.Errorf("registering the webhooks: %w", err)
 	}
 	return w, nil
+}
+
+// WaitReady waits until every replica reports itself ready (/readyz: its informers synced), as a Deployment's
+// rollout waits before the Service sends it calls. Serving TLS comes first: a replica that serves but has not yet
+// synced its informers refuses every decision (fail closed), so a suite that writes at once must wait for this.
+func (w *Webhooks) WaitReady(ctx context.Context) error {
+	for _, probe := range w.probes {
+		url := "http://" + probe + "/readyz"
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		if err != nil {
+			return fmt.Errorf("webhook replica at %s never ready: %w", probe, err)
+		}
+	}
+	return nil
 }
 
 // Stop unregisters nothing (the caller deletes the configuration when it must) and stops every replica and the

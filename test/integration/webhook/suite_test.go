@@ -44,6 +44,7 @@ var _ = BeforeSuite(func() {
 		o.ExemptKinds = []string{exemptKind}
 	}, nil)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(webhooks.WaitReady(ctx)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
