@@ -10,14 +10,17 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/harness"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/report"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
 // TestBenchCorrectness runs every configuration and workload at a tiny size and checks only what must hold on
 // any machine; timings are never asserted.
 //
 //   - karmada-quota never admits past hard, and once its controller has caught up every status's used is exact
-//     and no reservation is left, except those of writes that failed after it admitted them, which expire with
-//     its reservation TTL: that is its design (README).
+//     (in all, and on each member cluster) and no reservation is left, except those of writes that failed after it
+//     admitted them, which expire with its reservation TTL: that is its design (README).
+//   - karmada-quota with limits on member clusters holds the same, and never places past a cluster's limit or a
+//     cluster group's, whose used in the status is exact too; every quota has those limits.
 //   - Karmada's FRQ never admits past hard when each binding is placed once (hot quota, spread): its webhook
 //     charges status.overallUsed by compare-and-swap before a write commits, nothing else writes these bindings,
 //     and its recount (which could undercount from a lagging cache) runs only when the quota is created, before
@@ -95,18 +98,26 @@ func checkConfig(t *testing.T, c *harness.ConfigResult, opts harness.Options, md
 		}
 		a := w.Audit
 		switch c.Key {
-		case harness.ConfigKarmadaQuota:
+		case harness.ConfigKarmadaQuota, harness.ConfigKarmadaQuotaClusterLimits:
 			if a.OverQuotas != 0 {
-				t.Errorf("round %d: karmada-quota, %s: admitted past hard in %d quotas (%d milli-CPU over)", c.Round, w.Name, a.OverQuotas, a.Over)
+				t.Errorf("round %d: %s, %s: admitted past hard in %d quotas (%d milli-CPU over)", c.Round, c.Name, w.Name, a.OverQuotas, a.Over)
+			}
+			if a.MemberOverLimits != 0 {
+				t.Errorf("round %d: %s, %s: placed past %d cluster and group limits (%d milli-CPU over)", c.Round, c.Name, w.Name, a.MemberOverLimits, a.MemberOver)
+			}
+			// Each cluster's limit and the group's, in every quota: or the configuration measures nothing more
+			// than karmada-quota alone.
+			if want := a.Quotas * (len(workload.Clusters) + 1); c.Key == harness.ConfigKarmadaQuotaClusterLimits && a.MemberLimits != want {
+				t.Errorf("round %d: %s, %s: %d cluster and group limits audited, want %d", c.Round, c.Name, w.Name, a.MemberLimits, want)
 			}
 			if a.DriftQuotas != 0 {
-				t.Errorf("round %d: karmada-quota, %s: after settling, %d quotas drift (↑%dm ↓%dm)", c.Round, w.Name, a.DriftQuotas, a.DriftUp, a.DriftDown)
+				t.Errorf("round %d: %s, %s: after settling, %d quotas drift (↑%dm ↓%dm)", c.Round, c.Name, w.Name, a.DriftQuotas, a.DriftUp, a.DriftDown)
 			}
 			// A write the apiserver gave up on after the webhook admitted it keeps its reservation until the
 			// TTL expires (by design: it can only refuse, never admit). Anything else must be settled.
 			if maxPending := int64(w.Summary.Failed()) * maxWriteMilliCPU; a.Pending > maxPending {
-				t.Errorf("round %d: karmada-quota, %s: %dm CPU still reserved after settling, more than the %d failed writes explain",
-					c.Round, w.Name, a.Pending, w.Summary.Failed())
+				t.Errorf("round %d: %s, %s: %dm CPU still reserved after settling, more than the %d failed writes explain",
+					c.Round, c.Name, w.Name, a.Pending, w.Summary.Failed())
 			}
 		case harness.ConfigFRQ, harness.ConfigFRQRaised:
 			if w.Name != "scale storm" && a.OverQuotas != 0 {
@@ -118,8 +129,8 @@ func checkConfig(t *testing.T, c *harness.ConfigResult, opts harness.Options, md
 			}
 		}
 	}
-	if c.Key == harness.ConfigKarmadaQuota && !c.Settling.Exact {
-		t.Errorf("round %d: karmada-quota's statuses did not become exact within %s", c.Round, opts.SettleTimeout)
+	if (c.Key == harness.ConfigKarmadaQuota || c.Key == harness.ConfigKarmadaQuotaClusterLimits) && !c.Settling.Exact {
+		t.Errorf("round %d: %s: the statuses did not become exact within %s", c.Round, c.Name, opts.SettleTimeout)
 	}
 }
 

@@ -1,15 +1,18 @@
 // Package audit checks what a quota system did against the truth: the usage of the bindings actually stored,
 // summed with pkg/usage (the same function for both quota APIs; for single-template bindings it agrees with
-// Karmada's helper.CalculateResourceUsage). Over-admission is stored usage beyond hard; drift is what a quota's
-// status says is used minus that true sum.
+// Karmada's helper.CalculateResourceUsage), in all and on each member cluster. Over-admission is stored usage
+// beyond hard, or beyond a limit on member clusters; drift is what a quota's status says is used, in all, on a
+// member cluster or in a cluster group, minus that true sum.
 package audit
 
 import (
 	"context"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
@@ -29,9 +32,14 @@ type Result struct {
 	// exceeded in any resource.
 	Over       int64
 	OverQuotas int
+	// MemberLimits counts the quotas' limits on member clusters and cluster groups; MemberOverLimits those exceeded
+	// in any resource by the stored usage on the clusters they cover, and MemberOver the CPU beyond them, summed
+	// (milli-cores).
+	MemberLimits, MemberOverLimits int
+	MemberOver                     int64
 	// DriftUp is CPU a status claims used beyond the truth (blocks admissions that fit); DriftDown is true usage
-	// a status misses (lets admissions past hard). DriftQuotas counts quotas whose status is off in any
-	// resource.
+	// a status misses (lets admissions past hard); both namespace-wide. DriftQuotas counts quotas whose status is
+	// off in any resource: in all, on a member cluster, or in a cluster group.
 	DriftUp, DriftDown int64
 	DriftQuotas        int
 	// Pending is CPU admitted but not yet observed (karmada-quota's reservations) left in the statuses.
@@ -42,32 +50,62 @@ type Result struct {
 // Settled says whether every status is exact and nothing is pending.
 func (r Result) Settled() bool { return r.DriftQuotas == 0 && r.Pending == 0 }
 
+// Truth is what a namespace's stored bindings use.
+type Truth struct {
+	Total resources.List
+	// Clusters is the usage on each member cluster.
+	Clusters map[string]resources.List
+}
+
 // True is the usage of namespace ns's stored bindings, read from the apiserver.
-func True(ctx context.Context, c client.Client, ns string) (resources.List, error) {
+func True(ctx context.Context, c client.Client, ns string) (Truth, error) {
 	var list workv1alpha2.ResourceBindingList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
+		return Truth{}, err
 	}
-	total := resources.List{}
+	t := Truth{Total: resources.List{}, Clusters: map[string]resources.List{}}
 	for i := range list.Items {
 		u, err := usage.Of(&list.Items[i])
 		if err != nil {
-			return nil, err
+			return Truth{}, err
 		}
-		total.Add(u.Charge(usage.Selector{}).Total)
+		charge := u.Charge(usage.Selector{})
+		t.Total.Add(charge.Total)
+		for cluster, l := range charge.Clusters {
+			if t.Clusters[cluster] == nil {
+				t.Clusters[cluster] = resources.List{}
+			}
+			t.Clusters[cluster].Add(l)
+		}
 	}
-	return total, nil
+	return t, nil
+}
+
+// clusterLabels are the labels of the member clusters that have joined, by name: what a cluster group selects.
+func clusterLabels(ctx context.Context, c client.Client) (map[string]labels.Set, error) {
+	var list clusterv1alpha1.ClusterList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]labels.Set, len(list.Items))
+	for _, cluster := range list.Items {
+		out[cluster.Name] = cluster.Labels
+	}
+	return out, nil
 }
 
 // Audit compares every namespace's quota with its bindings. Without a quota system it only sums what was
 // admitted.
 func Audit(ctx context.Context, c client.Client, sys systems.System, namespaces []string) (Result, error) {
 	var r Result
+	// Read once per audit, when a quota first limits member clusters: the benchmark never relabels them.
+	var joined map[string]labels.Set
 	for _, ns := range namespaces {
-		truth, err := True(ctx, c, ns)
+		t, err := True(ctx, c, ns)
 		if err != nil {
 			return r, err
 		}
+		truth := t.Total
 		r.Admitted += truth[CPU]
 		if !sys.Enforcing() {
 			continue
@@ -101,12 +139,59 @@ func Audit(ctx context.Context, c client.Client, sys systems.System, namespaces 
 		if over {
 			r.OverQuotas++
 		}
+		if st.ClusterUsed != nil && clustersDrift(st, t) {
+			drift = true
+		}
+		if len(st.MemberLimits) > 0 && joined == nil {
+			if joined, err = clusterLabels(ctx, c); err != nil {
+				return r, err
+			}
+		}
+		for _, limit := range st.MemberLimits {
+			r.MemberLimits++
+			covered := resources.List{}
+			for cluster, l := range t.Clusters {
+				if limit.Covers(cluster, joined[cluster]) {
+					covered.Add(l)
+				}
+			}
+			exceeded := false
+			for name, hard := range limit.Hard {
+				if covered[name] > hard {
+					exceeded = true
+					if name == CPU {
+						r.MemberOver += covered[name] - hard
+					}
+				}
+				if limit.Used[name] != covered[name] {
+					drift = true
+				}
+			}
+			if exceeded {
+				r.MemberOverLimits++
+			}
+		}
 		if drift {
 			r.DriftQuotas++
 		}
 		r.Pending += st.Pending[CPU]
 	}
 	return r, nil
+}
+
+// clustersDrift says whether what the status says is used on some member cluster differs from the truth there, in
+// a resource the quota limits. A cluster missing from either side uses nothing there.
+func clustersDrift(st systems.Status, t Truth) bool {
+	for _, byCluster := range []map[string]resources.List{st.ClusterUsed, t.Clusters} {
+		for cluster := range byCluster {
+			for name := range st.Hard {
+				if st.ClusterUsed[cluster][name] != t.Clusters[cluster][name] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Settling is how long the statuses took to become exact, and to have nothing pending.

@@ -37,13 +37,16 @@ const (
 	ConfigNone         = "none"
 	ConfigAllowAll     = "allow-all"
 	ConfigKarmadaQuota = "karmada-quota"
-	ConfigFRQ          = "frq"
+	// ConfigKarmadaQuotaClusterLimits is karmada-quota whose every quota also limits each member cluster and a
+	// group of them (issue 25), sized to bind when the namespace-wide hard does or just after.
+	ConfigKarmadaQuotaClusterLimits = "karmada-quota-cluster-limits"
+	ConfigFRQ                       = "frq"
 	// ConfigFRQRaised is Karmada's FRQ at its best: webhook and controller manager at 25 times their client QPS.
 	ConfigFRQRaised = "frq-raised-qps"
 )
 
 // AllConfigs is the order configurations run in.
-var AllConfigs = []string{ConfigNone, ConfigAllowAll, ConfigKarmadaQuota, ConfigFRQ, ConfigFRQRaised}
+var AllConfigs = []string{ConfigNone, ConfigAllowAll, ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits, ConfigFRQ, ConfigFRQRaised}
 
 // Options are a run's settings.
 type Options struct {
@@ -158,7 +161,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer reg.Close()
 
 	var webhookBin, controllerBin, allowAllBin string
-	if contains(opts.Configs, ConfigKarmadaQuota) || contains(opts.Configs, ConfigAllowAll) {
+	if contains(opts.Configs, ConfigKarmadaQuota) || contains(opts.Configs, ConfigKarmadaQuotaClusterLimits) || contains(opts.Configs, ConfigAllowAll) {
 		say("building cmd/quota-webhook, cmd/quota-controller and test/bench/cmd/allow-all-webhook")
 		if webhookBin, controllerBin, allowAllBin, err = buildQuotaBinaries(ctx, filepath.Join(opts.WorkDir, "bin")); err != nil {
 			return nil, err
@@ -183,6 +186,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}()
 	report.Machine = describeMachine(ctx, cp, opts.KarmadaBin)
+	if err := workload.JoinClusters(ctx, cp.Client); err != nil {
+		return nil, err
+	}
 
 	env := systems.Env{CP: cp, Reg: reg, LogDir: logDir}
 	rounds := max(opts.Rounds, 1)
@@ -228,9 +234,10 @@ func newSystem(key string, env systems.Env, opts Options, webhookBin, controller
 		return systems.None{}, nil
 	case ConfigAllowAll:
 		return &systems.AllowAll{Env: env, Bin: allowAllBin}, nil
-	case ConfigKarmadaQuota:
+	case ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits:
 		return &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin,
-			ExtraWebhookArgs: opts.QuotaWebhookArgs, ExtraControllerArgs: opts.QuotaControllerArgs}, nil
+			ExtraWebhookArgs: opts.QuotaWebhookArgs, ExtraControllerArgs: opts.QuotaControllerArgs,
+			LimitMembers: key == ConfigKarmadaQuotaClusterLimits}, nil
 	case ConfigFRQ:
 		return &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, ExtraWebhookArgs: opts.FRQWebhookArgs}, nil
 	case ConfigFRQRaised:
@@ -334,8 +341,9 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 
 // warmUp makes sure the configuration's webhook is the one the apiserver calls, and that the caches behind it
 // are filled, before anything is measured: in namespace prefix-warmup, a placement past the quota must be refused
-// (the apiserver picks up a new webhook configuration asynchronously) and one within it admitted. Without a
-// quota system a placement is simply written.
+// (the apiserver picks up a new webhook configuration asynchronously) and one within it admitted. Where the quota
+// limits member clusters, the refusal must name each cluster and the group as well: the webhook checks them, and
+// reads the clusters' labels. Without a quota system a placement is simply written.
 func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix string) error {
 	ns := prefix + "-warmup"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -352,7 +360,8 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix str
 		},
 	}
 	if sys.Enforcing() {
-		if err := sys.CreateQuota(ctx, ns, workload.Hard(2*workload.ReplicaCPU.MilliValue())); err != nil {
+		// 2 replicas, 1 on each member cluster.
+		if err := sys.CreateQuota(ctx, ns, workload.LimitsOf(2*workload.ReplicaCPU.MilliValue(), workload.ReplicaCPU.MilliValue())); err != nil {
 			return err
 		}
 	}
@@ -385,6 +394,13 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix str
 	})
 	if err != nil {
 		return fmt.Errorf("the webhook never refused a placement past the quota (last answer: %v)", last)
+	}
+	if k, ok := sys.(*systems.KarmadaQuota); ok && k.LimitMembers {
+		for _, where := range append(slices.Clone(workload.Clusters), "group "+systems.ClusterGroupName) {
+			if !strings.Contains(last.Error(), "in cluster "+where+":") {
+				return fmt.Errorf("the webhook's refusal of a placement past every limit does not name cluster %s: %v", where, last)
+			}
+		}
 	}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = workload.Place(ctx, c, rb.DeepCopy(), workload.Divide(2))

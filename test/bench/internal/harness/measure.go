@@ -117,8 +117,11 @@ func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 		out = append(out, Evidence{"apiserver: requests/s", rates})
 	}
 	webhookName := map[string]string{
-		ConfigAllowAll: "resourcebinding.quota.karmada.io", ConfigKarmadaQuota: "resourcebinding.quota.karmada.io",
-		ConfigFRQ: "resourcebinding.karmada.io", ConfigFRQRaised: "resourcebinding.karmada.io",
+		ConfigAllowAll:                  "resourcebinding.quota.karmada.io",
+		ConfigKarmadaQuota:              "resourcebinding.quota.karmada.io",
+		ConfigKarmadaQuotaClusterLimits: "resourcebinding.quota.karmada.io",
+		ConfigFRQ:                       "resourcebinding.karmada.io",
+		ConfigFRQRaised:                 "resourcebinding.karmada.io",
 	}[key]
 	if webhookName != "" {
 		if m, n := promtext.Mean(ab, aa, "apiserver_admission_webhook_admission_duration_seconds", map[string]string{"name": webhookName, "operation": "UPDATE"}); n > 0 {
@@ -127,7 +130,7 @@ func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 	}
 	wb, wa := before.metrics[RoleWebhook], after.metrics[RoleWebhook]
 	switch key {
-	case ConfigKarmadaQuota:
+	case ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits:
 		if m, n := promtext.Mean(wb, wa, "karmada_quota_admission_duration_seconds", map[string]string{"kind": "ResourceBinding", "operation": "UPDATE"}); n > 0 {
 			out = append(out, Evidence{"webhook: mean decision (UPDATE)", ms(m)})
 		}

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
 // AllowAll is the ceiling of any validating webhook on ResourceBindings: test/bench/cmd/allow-all-webhook, which
@@ -66,7 +65,7 @@ func (a *AllowAll) Start(ctx context.Context) error {
 }
 
 // CreateQuota implements System.
-func (*AllowAll) CreateQuota(context.Context, string, corev1.ResourceList) error {
+func (*AllowAll) CreateQuota(context.Context, string, workload.Limits) error {
 	return errors.New("no quota system is installed")
 }
 

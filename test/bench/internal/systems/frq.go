@@ -10,11 +10,11 @@ import (
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
 // frqConfigurationName names the registration of Karmada's ResourceBinding webhook.
@@ -153,10 +153,10 @@ func frqWebhookConfiguration(addr string, ca []byte) (*admissionregistrationv1.V
 
 // CreateQuota implements System: an FRQ with spec.overall only, which is what FederatedQuotaEnforcement
 // enforces.
-func (f *FRQ) CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error {
+func (f *FRQ) CreateQuota(ctx context.Context, ns string, limits workload.Limits) error {
 	return f.CP.Client.Create(ctx, &policyv1alpha1.FederatedResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: QuotaName},
-		Spec:       policyv1alpha1.FederatedResourceQuotaSpec{Overall: hard},
+		Spec:       policyv1alpha1.FederatedResourceQuotaSpec{Overall: limits.Hard},
 	})
 }
 

@@ -2,17 +2,21 @@ package systems
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	controllerapp "github.com/karmada-quota/karmada-quota/cmd/quota-controller/app"
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
 // KarmadaQuota is karmada-quota as it ships: quota-webhook and quota-controller with their default flags (one
@@ -24,12 +28,23 @@ type KarmadaQuota struct {
 	// ExtraWebhookArgs and ExtraControllerArgs are appended to the webhook's and the controller's flags (to study a
 	// setting; none by default).
 	ExtraWebhookArgs, ExtraControllerArgs []string
+	// LimitMembers gives every quota, besides its hard, a limit on each member cluster the workloads place on
+	// (spec.clusters) and one on a group of them all (spec.clusterGroups), as workload.Limits sizes them.
+	LimitMembers bool
 
 	running
 }
 
+// ClusterGroupName names the group of all member clusters that LimitMembers limits.
+const ClusterGroupName = "all-members"
+
 // Name implements System.
-func (*KarmadaQuota) Name() string { return "karmada-quota" }
+func (k *KarmadaQuota) Name() string {
+	if k.LimitMembers {
+		return "karmada-quota, cluster limits"
+	}
+	return "karmada-quota"
+}
 
 // Enforcing implements System.
 func (*KarmadaQuota) Enforcing() bool { return true }
@@ -89,20 +104,64 @@ func (k *KarmadaQuota) Start(ctx context.Context) error {
 }
 
 // CreateQuota implements System.
-func (k *KarmadaQuota) CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error {
-	return k.CP.Client.Create(ctx, &quotav1alpha1.KarmadaQuota{
+func (k *KarmadaQuota) CreateQuota(ctx context.Context, ns string, limits workload.Limits) error {
+	q := &quotav1alpha1.KarmadaQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: QuotaName},
-		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: hard},
-	})
+		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: limits.Hard},
+	}
+	if k.LimitMembers {
+		for _, cluster := range workload.Clusters {
+			q.Spec.Clusters = append(q.Spec.Clusters, quotav1alpha1.ClusterLimit{Name: cluster, Hard: limits.PerCluster})
+		}
+		q.Spec.ClusterGroups = []quotav1alpha1.ClusterGroupLimit{{
+			Name:            ClusterGroupName,
+			ClusterSelector: metav1.LabelSelector{MatchLabels: workload.GroupLabels},
+			Hard:            limits.Hard,
+		}}
+	}
+	return k.CP.Client.Create(ctx, q)
 }
 
-// Status implements System: status.used, and status.reserved as pending.
+// Status implements System: status.used, status.reserved as pending, what status.clusters says each member cluster
+// uses, and the limits of spec.clusters and spec.clusterGroups with what status.clusters and status.clusterGroups
+// say is used under them.
 func (k *KarmadaQuota) Status(ctx context.Context, ns string) (Status, error) {
 	var q quotav1alpha1.KarmadaQuota
 	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
 		return Status{}, err
 	}
-	return statusOf(q.Spec.Hard, q.Status.Used, q.Status.Reserved)
+	st, err := statusOf(q.Spec.Hard, q.Status.Used, q.Status.Reserved)
+	errs := []error{err}
+	parse := func(list corev1.ResourceList) resources.List {
+		l, err := resources.Parse(list)
+		errs = append(errs, err)
+		return l
+	}
+	st.ClusterUsed = map[string]resources.List{}
+	for _, c := range q.Status.Clusters {
+		st.ClusterUsed[c.Name] = parse(c.Used)
+	}
+	for _, c := range q.Spec.Clusters {
+		st.MemberLimits = append(st.MemberLimits, MemberLimit{
+			Covers: func(cluster string, _ labels.Set) bool { return cluster == c.Name },
+			Hard:   parse(c.Hard),
+			Used:   st.ClusterUsed[c.Name],
+		})
+	}
+	groupUsed := map[string]corev1.ResourceList{}
+	for _, g := range q.Status.ClusterGroups {
+		groupUsed[g.Name] = g.Used
+	}
+	for _, g := range q.Spec.ClusterGroups {
+		selector, err := metav1.LabelSelectorAsSelector(&g.ClusterSelector)
+		errs = append(errs, err)
+		st.MemberLimits = append(st.MemberLimits, MemberLimit{
+			Covers: func(_ string, set labels.Set) bool { return selector.Matches(set) },
+			Hard:   parse(g.Hard),
+			Used:   parse(groupUsed[g.Name]),
+		})
+	}
+	return st, errors.Join(errs...)
 }
 
 // Reservations says how many reservations the quota of namespace ns lists, and how many it holds folded.
@@ -140,8 +199,16 @@ func (k *KarmadaQuota) Describe() string {
 		extra += " Extra controller flags: `" + strings.Join(k.ExtraControllerArgs, " ") + "`."
 	}
 	webhook, controller := webhookapp.NewOptions(), controllerapp.NewOptions()
+	members := ""
+	if k.LimitMembers {
+		members = fmt.Sprintf(" Every quota also limits each member cluster the bindings are placed on (`spec.clusters`: %s) and "+
+			"the group of both (`spec.clusterGroups`: %s, selecting the `Cluster` objects labelled %s, to the namespace's hard), "+
+			"each cluster to the most the workload's placements put there while the namespace is within its hard. The same "+
+			"writes, and every admission checks three limits more, which bind when the namespace's hard does or just after.",
+			strings.Join(workload.Clusters, ", "), ClusterGroupName, labels.Set(workload.GroupLabels))
+	}
 	return fmt.Sprintf("cmd/quota-webhook and cmd/quota-controller built from this tree, one process each with default flags "+
 		"(client QPS %v/burst %d and %v/%d; the controller's --settle-interval %s), registered with `webhookconfig.Configuration` "+
-		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10); one `KarmadaQuota` per namespace.%s",
-		webhook.KubeAPIQPS, webhook.KubeAPIBurst, controller.KubeAPIQPS, controller.KubeAPIBurst, controller.SettleInterval, extra)
+		"(failurePolicy Fail, sideEffects NoneOnDryRun, timeoutSeconds 10); one `KarmadaQuota` per namespace.%s%s",
+		webhook.KubeAPIQPS, webhook.KubeAPIBurst, controller.KubeAPIQPS, controller.KubeAPIBurst, controller.SettleInterval, members, extra)
 }

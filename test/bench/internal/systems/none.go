@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
 // None is the apiserver with no quota webhook: the physical limit of ResourceBinding writes on this machine.
@@ -20,7 +20,7 @@ func (None) Enforcing() bool { return false }
 func (None) Start(context.Context) error { return nil }
 
 // CreateQuota implements System.
-func (None) CreateQuota(context.Context, string, corev1.ResourceList) error {
+func (None) CreateQuota(context.Context, string, workload.Limits) error {
 	return errors.New("no quota system is installed")
 }
 

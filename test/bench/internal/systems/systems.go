@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -21,6 +22,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
 // Status is what a quota object says about itself, in karmada-quota's accounting units under canonical names
@@ -31,6 +33,19 @@ type Status struct {
 	// Pending is admitted but not yet observed usage: karmada-quota's reservations. Karmada's FRQ folds
 	// admissions straight into overallUsed and has none.
 	Pending resources.List
+	// ClusterUsed is what the status says is used on each member cluster; nil when the quota API does not say
+	// (Karmada's FRQ enforcement counts spec.overall only).
+	ClusterUsed map[string]resources.List
+	// MemberLimits are the quota's limits on member clusters: one cluster's, or a group's.
+	MemberLimits []MemberLimit
+}
+
+// MemberLimit is a quota's limit on one member cluster or on a group of them, and what its status says is used
+// there.
+type MemberLimit struct {
+	// Covers says whether a member cluster, by its name and its Cluster object's labels, counts against the limit.
+	Covers     func(cluster string, labels labels.Set) bool
+	Hard, Used resources.List
 }
 
 // System is one configuration under test.
@@ -41,8 +56,8 @@ type System interface {
 	Enforcing() bool
 	// Start starts the components and registers the webhook.
 	Start(ctx context.Context) error
-	// CreateQuota creates the configuration's quota object limiting hard in namespace ns.
-	CreateQuota(ctx context.Context, ns string, hard corev1.ResourceList) error
+	// CreateQuota creates the configuration's quota object in namespace ns, from the workload's limits.
+	CreateQuota(ctx context.Context, ns string, limits workload.Limits) error
 	// Status reads the quota of namespace ns.
 	Status(ctx context.Context, ns string) (Status, error)
 	// Processes are the components' processes by role, for CPU accounting and metrics.

@@ -12,10 +12,12 @@ import (
 	"sync"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +31,26 @@ var (
 	ReplicaMemory = resource.MustParse("64Mi")
 	Clusters      = []string{"member1", "member2"}
 )
+
+// GroupLabels label every member cluster, so that a cluster group selecting them covers all that is placed.
+var GroupLabels = map[string]string{"region": "bench"}
+
+// JoinClusters registers the member clusters as Karmada's Cluster objects, labelled with GroupLabels: what a
+// cluster group's selector reads. The apiserver serves them from Karmada's Cluster CRD (testenv); nothing reaches
+// a member, and none is Ready, so karmada-quota never reads their pods. They are cluster-scoped and created once per
+// control plane, so every configuration runs with the same clusters joined, as in a Karmada installation.
+func JoinClusters(ctx context.Context, c client.Client) error {
+	for _, name := range Clusters {
+		cluster := &clusterv1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: GroupLabels},
+			Spec:       clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push},
+		}
+		if err := c.Create(ctx, cluster); err != nil {
+			return fmt.Errorf("joining member cluster %s: %w", name, err)
+		}
+	}
+	return nil
+}
 
 // placementAnnotation is util.PolicyPlacementAnnotation, which the scheduler writes with every first placement.
 const placementAnnotation = "policy.karmada.io/applied-placement"
