@@ -24,7 +24,10 @@ CERT_MANAGER_VERSION        := $(call modversion,crds,github.com/cert-manager/ce
 KUBE_BIN       := $(CACHE)/kubernetes-$(KUBE_VERSION)
 ETCD_BIN       := $(CACHE)/etcd-$(ETCD_VERSION)
 CODEGEN_BIN    := $(CACHE)/controller-tools-$(CONTROLLER_TOOLS_VERSION)
-KARMADA_BIN    := $(CACHE)/karmada-$(KARMADA_VERSION)
+# Karmada's components are built as Karmada's hack/build.sh builds them: with k8s.io/api's protobuf messages, without
+# which karmada-scheduler panics marshalling a call to a scheduler estimator (pkg/estimator says why).
+KARMADA_BUILD_TAGS := kubernetes_protomessage_one_more_release
+KARMADA_BIN    := $(CACHE)/karmada-$(KARMADA_VERSION)-protomessage
 KWOK_BIN       := $(CACHE)/kwok-$(KWOK_VERSION)
 PROMETHEUS_BIN := $(CACHE)/prometheus-$(PROMETHEUS_VERSION)
 PROMTOOL       := $(PROMETHEUS_BIN)/promtool
@@ -122,7 +125,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy functions, CRD manifests, RBA
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=$(CHART_FILES)/crds
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./operator/api/... output:crd:artifacts:config=$(OPERATOR_CHART_FILES)/crds
 	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-webhook paths=./pkg/admission/... paths=./pkg/interpreter/... output:rbac:artifacts:config=$(CHART_FILES)/rbac/webhook
-	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./pkg/members/... paths=./pkg/interpreter/... paths=./pkg/certs/... paths=./cmd/quota-controller/... \
+	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-controller paths=./pkg/controller/... paths=./pkg/estimator/discovery/... paths=./pkg/members/... paths=./pkg/interpreter/... paths=./pkg/certs/... paths=./cmd/quota-controller/... \
 		output:rbac:artifacts:config=$(CHART_FILES)/rbac/controller
 	$(CONTROLLER_GEN) rbac:roleName=karmada-quota-operator paths=./operator/pkg/controller/... \
 		output:rbac:artifacts:config=$(OPERATOR_CHART_FILES)/rbac
@@ -152,6 +155,8 @@ test: verify lint test-unit test-chart test-monitoring test-images test-integrat
 # dashboard query with the pinned promtool.
 test-unit: $(PROMTOOL) ## Unit tests (pure logic, fuzz seed corpora included).
 	PROMTOOL=$(PROMTOOL) go test $(GO_TEST_FLAGS) -race $$(go list ./... | grep -v /test/)
+	# The estimator against the client karmada-scheduler runs, which marshals only with Karmada's build tags.
+	go test $(GO_TEST_FLAGS) -race -tags $(KARMADA_BUILD_TAGS) ./pkg/estimator/
 
 .PHONY: test-chart
 # Offline: `helm lint --strict` (Helm's SDK) for the default values and each ci/*-values.yaml, then every object they
@@ -285,12 +290,12 @@ local-kubelet: ## Build local-kubelet, the host cluster's process-running node, 
 
 $(KARMADA_BIN)/karmadactl:
 	mkdir -p $(@D)
-	cd hack/tools/karmada && go build -trimpath -ldflags '$(KARMADA_LDFLAGS)' -o $@.tmp github.com/karmada-io/karmada/cmd/karmadactl
+	cd hack/tools/karmada && go build -trimpath -tags $(KARMADA_BUILD_TAGS) -ldflags '$(KARMADA_LDFLAGS)' -o $@.tmp github.com/karmada-io/karmada/cmd/karmadactl
 	mv $@.tmp $@
 
 $(KARMADA_BIN)/karmada-%:
 	mkdir -p $(@D)
-	cd hack/tools/karmada && go build -trimpath -ldflags '$(KARMADA_LDFLAGS)' -o $@.tmp github.com/karmada-io/karmada/cmd/$*
+	cd hack/tools/karmada && go build -trimpath -tags $(KARMADA_BUILD_TAGS) -ldflags '$(KARMADA_LDFLAGS)' -o $@.tmp github.com/karmada-io/karmada/cmd/$*
 	mv $@.tmp $@
 
 $(KWOK_BIN)/kwok:

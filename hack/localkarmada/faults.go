@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
@@ -28,6 +29,52 @@ func (e *Environment) Stop(name string, grace time.Duration) error {
 		return fmt.Errorf("%s is not running", name)
 	}
 	return p.stop(grace)
+}
+
+// RestartWith stops a recorded process as Stop does and starts it again with its arguments as edit returns them,
+// which it keeps from then on (Start, Down), then waits until it is ready: a component reconfigured by an admin.
+func (e *Environment) RestartWith(ctx context.Context, name string, grace time.Duration, edit func(args []string) []string) error {
+	p, err := e.Process(name)
+	if err != nil {
+		return err
+	}
+	if p.Alive() {
+		if err := p.stop(grace); err != nil {
+			return err
+		}
+	}
+	p.Args = edit(slices.Clone(p.Args))
+	return e.Start(ctx, name)
+}
+
+// WithFeatureGate is an edit for RestartWith: the process's --feature-gates with gate set to on (the flag added
+// when missing, the gate removed when off).
+func WithFeatureGate(gate string, on bool) func(args []string) []string {
+	const flag = "--feature-gates="
+	return func(args []string) []string {
+		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, flag) })
+		var gates []string
+		if i >= 0 {
+			for _, g := range strings.Split(strings.TrimPrefix(args[i], flag), ",") {
+				if g != "" && !strings.HasPrefix(g, gate+"=") {
+					gates = append(gates, g)
+				}
+			}
+		}
+		if on {
+			gates = append(gates, gate+"=true")
+		}
+		switch {
+		case len(gates) == 0 && i >= 0:
+			return slices.Delete(args, i, i+1)
+		case len(gates) == 0:
+			return args
+		case i >= 0:
+			args[i] = flag + strings.Join(gates, ",")
+			return args
+		}
+		return append(args, flag+strings.Join(gates, ","))
+	}
 }
 
 // Unjoin takes a member cluster out of Karmada as `karmadactl unjoin <name>` does when it is not given the member's

@@ -43,6 +43,9 @@ type Request struct {
 	// BaseResourceVersion is the resourceVersion of the old object an update was built on: if the binding has
 	// moved past it, the attempt cannot commit (quota.Write.Freshness).
 	BaseResourceVersion string
+	// NotSteered says why karmada-scheduler does not divide this binding's replicas by the room member clusters
+	// have (placementNotSteered); empty when it does. A refusal by a cluster or group limit says it.
+	NotSteered string
 }
 
 // Admitter decides binding writes against every quota of their namespace. Concurrent requests for one namespace
@@ -234,7 +237,7 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 	results := make([]error, len(batch))
 	for i := range batch {
 		if len(d.Denials[i]) > 0 {
-			results[i] = quotaExceeded(d.Denials[i])
+			results[i] = quotaExceeded(d.Denials[i], batch[i].NotSteered)
 		}
 	}
 	for j, l := range ledgers {
@@ -334,13 +337,23 @@ func (a *Admitter) checkFolding(ctx context.Context, obj *quotav1alpha1.KarmadaQ
 	return nil
 }
 
-// quotaExceeded renders the denials of every refusing quota as one 403 the scheduler recognises.
-func quotaExceeded(denials []*quota.Denial) error {
+// quotaExceeded renders the denials of every refusing quota as one 403 the scheduler recognises. A refusal by a
+// cluster or group limit of a placement the scheduler does not steer says why it does not (notSteered): waiting
+// will not move the replicas elsewhere, changing the placement will.
+func quotaExceeded(denials []*quota.Denial, notSteered string) error {
 	msgs := make([]string, len(denials))
+	onMembers := false
 	for i, d := range denials {
 		msgs[i] = d.Error()
+		for _, e := range d.Exceeded {
+			onMembers = onMembers || e.Where != ""
+		}
 	}
-	return forbidden(ReasonQuotaExceeded, strings.Join(msgs, "; "))
+	msg := strings.Join(msgs, "; ")
+	if onMembers && notSteered != "" {
+		msg += "; " + notSteered
+	}
+	return forbidden(ReasonQuotaExceeded, msg)
 }
 
 // forbidden is a refusal as the apiserver relays it to the client: a 403 with a reason clients act on.

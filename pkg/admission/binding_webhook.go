@@ -146,6 +146,7 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 		DryRun: dryRun,
 		// An attempt built on a stale copy of the binding cannot commit (Admitter.cannotCommit).
 		BaseResourceVersion: base,
+		NotSteered:          placementNotSteered(rb.Spec.Placement),
 	})
 }
 

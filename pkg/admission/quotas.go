@@ -92,6 +92,25 @@ func (q *Quotas) Ledgers() ([]*quota.Ledger, error) {
 	return ledgers, nil
 }
 
+// LedgersWith reads a namespace's quotas, parsed, their cluster groups knowing member clusters by labelsOf: what
+// the scheduler estimator answers from.
+func (r *QuotaReader) LedgersWith(labelsOf quota.ClusterLabels) func(ctx context.Context, namespace string) ([]*quota.Ledger, error) {
+	return func(ctx context.Context, namespace string) ([]*quota.Ledger, error) {
+		q, err := r.Read(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		ledgers, err := q.Ledgers()
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range ledgers {
+			l.SetClusterLabels(labelsOf)
+		}
+		return ledgers, nil
+	}
+}
+
 // quotasNotListed is the refusal of a write whose namespace's quotas could not be read.
 func quotasNotListed(namespace string, err error) error {
 	return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s could not be listed, so the write is refused (fail closed): %w", namespace, err))

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator"
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
@@ -41,7 +43,22 @@ type Options struct {
 	// ExemptKinds are kinds, as Kind.group, whose pods karmada-quota cannot know that Works may carry under a quota
 	// limiting what pods use, uncharged (ParseExemptKinds).
 	ExemptKinds []string
-	Clock       clock.PassiveClock
+	// EstimatorAddress, when set, serves Karmada's scheduler-estimator protocol there (pkg/estimator): how many
+	// replicas the quotas leave room for on each member cluster, from the same informers admission reads.
+	EstimatorAddress string
+	// EstimatorTLS, when set, makes the estimator serve TLS; nil serves plain gRPC.
+	EstimatorTLS *tls.Config
+	// MemberEstimators, when their Prefix is set, are the members' own karmada-scheduler-estimators, which the
+	// estimator asks too (estimator.Upstream).
+	MemberEstimators MemberEstimators
+	Clock            clock.PassiveClock
+}
+
+// MemberEstimators say where karmada-scheduler-estimator serves each member: karmada-scheduler's
+// --scheduler-estimator-service-namespace, -prefix and -port as set for it.
+type MemberEstimators struct {
+	Namespace, Prefix string
+	Port              int
 }
 
 // ParseExemptKinds reads kinds written Kind.group (Certificate.cert-manager.io; Kind alone for the core group).
@@ -64,6 +81,8 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters/proxy,verbs=get
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+// Where the members' own estimators are (estimator.Upstream): karmada-scheduler's namespace for them, by default.
+// +kubebuilder:rbac:groups="",namespace=karmada-system,resources=services,verbs=get
 
 // CacheOptions are the cache options the webhook's manager must be built with: of every member cluster it keeps
 // what the quotas' cluster groups read (members.TrimCluster).
@@ -115,6 +134,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	admitter := NewAdmitter(quotas, mgr.GetAPIReader(), mgr.GetAPIReader(), mgr.GetClient(), opts.Clock,
 		opts.ReservationTTL, opts.DecisionTimeout, opts.MaxReservations)
 	admitter.clusterLabels = members.Labels(mgr.GetCache())
+	if opts.EstimatorAddress != "" {
+		server := &estimator.Server{Address: opts.EstimatorAddress, TLS: opts.EstimatorTLS,
+			Estimator: estimator.New(quotas.LedgersWith(admitter.clusterLabels))}
+		if m := opts.MemberEstimators; m.Prefix != "" {
+			server.Upstream = estimator.NewUpstream(mgr.GetAPIReader(), m.Namespace, m.Prefix, m.Port)
+		}
+		if err := mgr.Add(server); err != nil {
+			return err
+		}
+	}
 	server := mgr.GetWebhookServer()
 	classes := &classifier{resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
 	holdings := &holdings{reader: interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize)}

@@ -65,7 +65,8 @@ func keyOf(r quotav1alpha1.Reservation) reservationKey {
 	return reservationKey{uid: r.ReservedBy.UID, generation: r.Generation}
 }
 
-// waitChanged passes a binding update that starts or ends a wait for quota (usage.WaitingForQuota). The
+// waitChanged passes a binding update that starts or ends a wait for quota (usage.WaitingForQuota) or for room on
+// member clusters (usage.WaitingForMemberRoom). The
 // scheduler's refusal changes only the binding's status, which the generation predicate filters out, yet it
 // changes karmada_quota_bindings_waiting; without this the gauge would lag by up to a resync period.
 func waitChanged() predicate.Funcs {
@@ -76,7 +77,8 @@ func waitChanged() predicate.Funcs {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldRB, ok1 := e.ObjectOld.(*workv1alpha2.ResourceBinding)
 			newRB, ok2 := e.ObjectNew.(*workv1alpha2.ResourceBinding)
-			return ok1 && ok2 && usage.WaitingForQuota(oldRB) != usage.WaitingForQuota(newRB)
+			return ok1 && ok2 && (usage.WaitingForQuota(oldRB) != usage.WaitingForQuota(newRB) ||
+				usage.WaitingForMemberRoom(oldRB) != usage.WaitingForMemberRoom(newRB))
 		},
 	}
 }

@@ -72,6 +72,7 @@ func TestWaitChanged(t *testing.T) {
 	unscheduled := binding.Clone()
 	refused := binding.Clone().Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded)
 	noFit := binding.Clone().Scheduled(false, workv1alpha2.BindingReasonNoClusterFit)
+	noRoom := binding.Clone().Scheduled(false, workv1alpha2.BindingReasonUnschedulable)
 	scheduled := binding.Clone().Cluster("member1", 1).Scheduled(true, workv1alpha2.BindingReasonSuccess)
 	cases := map[string]struct {
 		oldRB, newRB *utiltesting.BindingWrapper
@@ -83,6 +84,9 @@ func TestWaitChanged(t *testing.T) {
 		"refused again by a quota: no change":       {oldRB: refused, newRB: refused.Clone().Annotation("retried", "yes")},
 		"status rewritten while scheduled":          {oldRB: scheduled, newRB: scheduled.Clone().Annotation("synced", "yes")},
 		"refused for another reason, not for quota": {oldRB: unscheduled, newRB: noFit},
+		"no member with room: a wait starts":        {oldRB: unscheduled, newRB: noRoom, want: true},
+		"no member with room after a quota refused": {oldRB: refused, newRB: noRoom, want: true},
+		"placed after waiting for room":             {oldRB: noRoom, newRB: scheduled, want: true},
 	}
 	p := waitChanged()
 	for name, tc := range cases {

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -438,16 +439,91 @@ func (m *memberLimits) bestRoom() resources.List {
 			consider(name, resources.Sub(resources.Sub(h, m.used[cluster][name]), m.reserved[cluster][name]))
 		}
 	}
+	known := m.known(nil)
 	for _, g := range m.groups {
-		inGroup := m.members(g, m.known(nil))
-		for name, h := range g.hard {
-			var used, reserved int64
-			for _, c := range inGroup {
-				used = resources.Add(used, m.used[c][name])
-				reserved = resources.Add(reserved, m.reserved[c][name])
-			}
-			consider(name, resources.Sub(resources.Sub(h, used), reserved))
+		for name, room := range m.groupRoom(g, known) {
+			consider(name, room)
 		}
 	}
 	return out
+}
+
+// RoomOn is what one more placement on cluster can still take, by the limits on member clusters alone: for each
+// resource limited there, the least room (hard - used - reserved) the cluster's own limit and every group it belongs
+// to leave; empty when none applies. Karmada's scheduler learns it through the estimator (pkg/estimator) and divides
+// replicas by it. The namespace-wide hard is not in it: no placement changes what that can take, and admission's
+// refusal by it is the one the controller requeues on. Room may be negative: a cluster over its limit.
+func (l *Ledger) RoomOn(cluster string) resources.List {
+	room := resources.List{}
+	if l.onMembers != nil {
+		l.onMembers.roomOn(cluster, room)
+	}
+	return room
+}
+
+// roomOn lowers room to what cluster's own limit and its groups leave.
+func (m *memberLimits) roomOn(cluster string, room resources.List) {
+	least := func(name corev1.ResourceName, v int64) {
+		if cur, seen := room[name]; !seen || v < cur {
+			room[name] = v
+		}
+	}
+	for name, h := range m.clusters[cluster] {
+		least(name, resources.Sub(resources.Sub(h, m.used[cluster][name]), m.reserved[cluster][name]))
+	}
+	if len(m.groups) == 0 || m.labelsOf == nil {
+		return
+	}
+	set, joined := m.labelsOf(cluster)
+	if !joined {
+		return
+	}
+	var known []string
+	for _, g := range m.groups {
+		if !g.selector.Matches(set) {
+			continue
+		}
+		if known == nil {
+			known = m.known(nil)
+		}
+		for name, room := range m.groupRoom(g, known) {
+			least(name, room)
+		}
+	}
+}
+
+// groupRoom is, for each resource g limits, what it can still take: its hard less what is used and reserved on the
+// clusters it chooses among known.
+func (m *memberLimits) groupRoom(g groupLimit, known []string) resources.List {
+	inGroup := m.members(g, known)
+	room := make(resources.List, len(g.hard))
+	for name, h := range g.hard {
+		var used, reserved int64
+		for _, c := range inGroup {
+			used = resources.Add(used, m.used[c][name])
+			reserved = resources.Add(reserved, m.reserved[c][name])
+		}
+		room[name] = resources.Sub(resources.Sub(h, used), reserved)
+	}
+	return room
+}
+
+// ReplicasThatFit is how many replicas, each charging perReplica, room takes: the least, over the resources room
+// limits that a replica charges, of room / charge, never below zero. A resource a replica does not charge does not
+// bound it; no bound at all is math.MaxInt64.
+func ReplicasThatFit(room, perReplica resources.List) int64 {
+	fit := int64(math.MaxInt64)
+	for name, charge := range perReplica {
+		left, limited := room[name]
+		if !limited || charge <= 0 {
+			continue
+		}
+		if left <= 0 {
+			return 0
+		}
+		if n := left / charge; n < fit {
+			fit = n
+		}
+	}
+	return fit
 }

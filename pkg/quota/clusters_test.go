@@ -1,12 +1,14 @@
 package quota
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
@@ -174,5 +176,71 @@ func TestWaitingOnAClusterLimit(t *testing.T) {
 	tally = Recount(newLedger(t, q.Obj()), Observation{Bindings: []workv1alpha2.ResourceBinding{*waiting}, Now: now})
 	if got := tally.Headroom[requestsCPU]; got != 2000 {
 		t.Errorf("cpu headroom %dm, want 2000m once member1 is empty", got)
+	}
+}
+
+// TestRoomOn: the room a placement on a cluster has is the least of what the cluster's own limit and its groups
+// leave, reservations counted; the namespace-wide hard is left to admission.
+func TestRoomOn(t *testing.T) {
+	l := cappedLedger(t, capped().Obj())
+	// 1 CPU reserved on member2: the EU group (3) has 2 left, member1 (2) has 2 of its own.
+	rb := webAt(at("member2", 1))
+	d := l.Demand(keyOf(rb), utiltesting.ReservationOwner(rb), usageOf(t, rb), nil)
+	if denial := l.Check(d); denial != nil {
+		t.Fatal(denial)
+	}
+	l.Reserve(d, expires)
+
+	cases := map[string]struct {
+		cluster string
+		// want is the room for requests.cpu; nil: no member limit there.
+		want *int64
+	}{
+		"member1: its own 2, the group's 2 left": {cluster: "member1", want: ptr.To[int64](2000)},
+		"member2: the group's 2 left":            {cluster: "member2", want: ptr.To[int64](2000)},
+		"member3: outside the group, no limit":   {cluster: "member3"},
+		"a cluster not joined: in no group":      {cluster: "member9"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			room, limited := l.RoomOn(tc.cluster)[requestsCPU]
+			switch {
+			case tc.want == nil && limited:
+				t.Errorf("room for requests.cpu on %s = %d, want no member limit", tc.cluster, room)
+			case tc.want != nil && (!limited || room != *tc.want):
+				t.Errorf("room for requests.cpu on %s = %d (limited: %t), want %d", tc.cluster, room, limited, *tc.want)
+			}
+		})
+	}
+	// A second cluster of the group reserves its room away from the first.
+	more := webAt(at("member1", 2))
+	d = l.Demand(keyOf(more), utiltesting.ReservationOwner(more), usageOf(t, more), nil)
+	if denial := l.Check(d); denial != nil {
+		t.Fatal(denial)
+	}
+	l.Reserve(d, expires)
+	if room := l.RoomOn("member2"); room[requestsCPU] != 0 {
+		t.Errorf("room on member2 after the group filled = %d, want 0", room[requestsCPU])
+	}
+}
+
+func TestReplicasThatFit(t *testing.T) {
+	cases := map[string]struct {
+		room, perReplica resources.List
+		want             int64
+	}{
+		"the scarcest resource bounds":          {room: resources.List{requestsCPU: 2500, "pods": 10}, perReplica: resources.List{requestsCPU: 500, "pods": 1}, want: 5},
+		"pods bound":                            {room: resources.List{requestsCPU: 2500, "pods": 3}, perReplica: resources.List{requestsCPU: 500, "pods": 1}, want: 3},
+		"a partial replica does not fit":        {room: resources.List{requestsCPU: 999}, perReplica: resources.List{requestsCPU: 500}, want: 1},
+		"over hard: none":                       {room: resources.List{requestsCPU: -100, "pods": 5}, perReplica: resources.List{requestsCPU: 500, "pods": 1}, want: 0},
+		"a resource not charged does not bound": {room: resources.List{requestsCPU: 0}, perReplica: resources.List{"pods": 1}, want: math.MaxInt64},
+		"nothing limited":                       {room: resources.List{}, perReplica: resources.List{requestsCPU: 1}, want: math.MaxInt64},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ReplicasThatFit(tc.room, tc.perReplica); got != tc.want {
+				t.Errorf("ReplicasThatFit = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

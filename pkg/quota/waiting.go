@@ -8,7 +8,8 @@ import (
 )
 
 // WaitsOn reports whether rb waits on this quota, and what it still needs of it (StillNeeded): a quota refused
-// Karmada's scheduler (usage.WaitingForQuota), rb is not being deleted, and placing all its replicas would add
+// Karmada's scheduler (usage.WaitingForQuota), or, for a quota with cluster or group limits, the scheduler found no
+// member with room (usage.WaitingForMemberRoom); rb is not being deleted; and placing all its replicas would add
 // something this quota limits. A binding that needs nothing of this quota waits on another one, and a binding no
 // quota can count waits on none.
 //
@@ -21,7 +22,8 @@ func (l *Ledger) WaitsOn(rb *workv1alpha2.ResourceBinding) (resources.List, bool
 // waitsOn is WaitsOn given rb's current charge on this quota when the caller has it already (Recount), nil
 // otherwise: most bindings wait on nothing, and are told so without their usage being read.
 func (l *Ledger) waitsOn(rb *workv1alpha2.ResourceBinding, current *usage.Charge) (resources.List, bool) {
-	if !usage.WaitingForQuota(rb) || rb.DeletionTimestamp != nil {
+	waiting := usage.WaitingForQuota(rb) || l.onMembers != nil && usage.WaitingForMemberRoom(rb)
+	if !waiting || rb.DeletionTimestamp != nil {
 		return nil, false
 	}
 	if current == nil {

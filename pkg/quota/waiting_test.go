@@ -8,6 +8,7 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
@@ -18,6 +19,10 @@ func TestWaitsOn(t *testing.T) {
 			Scheduled(false, workv1alpha2.BindingReasonQuotaExceeded)
 	}
 	cpuQuota := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "4"))
+	memberLimited := cpuQuota.Clone()
+	memberLimited.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: list("cpu", "1")}}
+	// Karmada's scheduler found too little room on the members (Unschedulable), as with karmada-quota's estimator.
+	noRoom := utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1")).Replicas(2).Scheduled(false, workv1alpha2.BindingReasonUnschedulable)
 	cases := map[string]struct {
 		quota    *utiltesting.QuotaWrapper
 		binding  *utiltesting.BindingWrapper
@@ -43,6 +48,16 @@ func TestWaitsOn(t *testing.T) {
 		"refused for another reason": {
 			quota:   cpuQuota,
 			binding: utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1")).Replicas(2).Scheduled(false, workv1alpha2.BindingReasonNoClusterFit),
+		},
+		"no member had room: waits on a quota with member limits": {
+			quota:    memberLimited,
+			binding:  noRoom.Clone().Cluster("member1", 1),
+			wantNeed: resources.List{"requests.cpu": 1000},
+			want:     true,
+		},
+		"no member had room: not on a quota without member limits (the members' capacity can say that too)": {
+			quota:   cpuQuota,
+			binding: noRoom,
 		},
 		"being deleted": {
 			quota:   cpuQuota,

@@ -21,3 +21,13 @@ func WaitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
 	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
 	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonQuotaExceeded
 }
+
+// WaitingForMemberRoom reports whether Karmada's scheduler found too little room on the member clusters for rb's
+// replicas: Scheduled=False with reason Unschedulable ("Clusters available replicas N are not enough to schedule").
+// With karmada-quota's estimator (pkg/estimator) that is how a binding ends up waiting on cluster and group limits,
+// as QuotaExceeded is on the namespace-wide hard; the members' own capacity gives the same verdict, so only a quota
+// with such limits counts it as waiting on it (quota.Ledger.WaitsOn).
+func WaitingForMemberRoom(rb *workv1alpha2.ResourceBinding) bool {
+	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonUnschedulable
+}

@@ -78,6 +78,8 @@ func TestValuesSchemaRefusesMistakes(t *testing.T) {
 		{"zero queries per second", "webhook: {kubeAPIQPS: 0}", "/webhook/kubeAPIQPS"},
 		{"extra arguments as one string", "controller: {extraArgs: --v=4}", "/controller/extraArgs"},
 		{"a PDB percentage without %", "webhook: {podDisruptionBudget: {minAvailable: fifty}}", "/webhook/podDisruptionBudget/minAvailable"},
+		{"the members' estimators under the prefix of karmada-quota's", "schedulerEstimator: {memberEstimators: {servicePrefix: karmada-quota-estimator}}",
+			"karmada-quota's estimator would ask itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			values, err := chartutil.ReadValues([]byte(tc.values))

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
 
@@ -34,6 +37,10 @@ type Options struct {
 	// Certs manage the webhook's certificates; HostKubeconfig reaches the host cluster, where their Secrets live.
 	Certs          certs.Options
 	HostKubeconfig string
+	// EstimatorAddress is host:port where the webhook's scheduler estimator is reached; empty keeps no estimator
+	// Services. EstimatorServices say where karmada-scheduler looks for them.
+	EstimatorAddress  string
+	EstimatorServices discovery.Options
 }
 
 // The leader election Lease lives in the default --leader-elect-resource-namespace; an install that moves it
@@ -59,6 +66,9 @@ func NewOptions() *Options {
 		MemberGrace:             2 * time.Minute,
 		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
 		Certs:                   certs.NewOptions(),
+		// karmada-scheduler's defaults, but for the prefix: its default names karmada-scheduler-estimator's
+		// Services, which an admin may run besides.
+		EstimatorServices: discovery.Options{Namespace: "karmada-system", Prefix: "karmada-quota-estimator", SchedulerPort: 10352},
 	}
 }
 
@@ -99,6 +109,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.GracefulEvictionTimeout, "graceful-eviction-timeout", o.GracefulEvictionTimeout,
 		"karmada-controller-manager's --graceful-eviction-timeout: how long Karmada keeps the replicas of a cluster it evicts a binding from, when "+
 			"the eviction names no grace period of its own. Only what quota status shows as evictingUntil depends on it; set it as Karmada's is.")
+	fs.StringVar(&o.EstimatorAddress, "estimator-address", o.EstimatorAddress,
+		"host:port at which karmada-scheduler reaches the webhook's scheduler estimator (quota-webhook --estimator-bind-address), "+
+			"for example karmada-quota-webhook.karmada-system.svc:10352. When set, the controller keeps in the karmada-apiserver one "+
+			"ExternalName Service per member cluster pointing there, named as karmada-scheduler looks for its estimators; start "+
+			"karmada-scheduler with --enable-scheduler-estimator and --scheduler-estimator-service-prefix set to --estimator-service-prefix. Empty keeps none.")
+	fs.StringVar(&o.EstimatorServices.Prefix, "estimator-service-prefix", o.EstimatorServices.Prefix,
+		"karmada-scheduler's --scheduler-estimator-service-prefix: the estimator Services are named <prefix>-<cluster>.")
+	fs.StringVar(&o.EstimatorServices.Namespace, "estimator-service-namespace", o.EstimatorServices.Namespace,
+		"karmada-scheduler's --scheduler-estimator-service-namespace: the karmada-apiserver namespace of the estimator Services.")
+	fs.Int32Var(&o.EstimatorServices.SchedulerPort, "scheduler-estimator-port", o.EstimatorServices.SchedulerPort,
+		"karmada-scheduler's --scheduler-estimator-port: the Service port it looks up.")
 	o.Certs.AddFlags(fs)
 	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig,
 		"Kubeconfig of the host cluster, where the certificate Secrets live; read only when --webhook-cert-mode is not none. Empty: $KUBECONFIG, else the pod's in-cluster config.")
@@ -132,6 +153,11 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Certs.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.EstimatorAddress != "" {
+		if _, err := o.estimatorServices(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	errs = append(errs, o.Common.Validate()...)
 	return errors.Join(errs...)
@@ -176,4 +202,22 @@ func (o *Options) validateLeaderElection() []error {
 			leaderelection.JitterFactor, o.RenewDeadline, o.RetryPeriod))
 	}
 	return errs
+}
+
+// estimatorServices completes the estimator Services' options with --estimator-address.
+func (o *Options) estimatorServices() (discovery.Options, error) {
+	out := o.EstimatorServices
+	host, portText, err := net.SplitHostPort(o.EstimatorAddress)
+	if err != nil {
+		return out, fmt.Errorf("--estimator-address must be host:port, got %q", o.EstimatorAddress)
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return out, fmt.Errorf("--estimator-address: the port must be a number, got %q", portText)
+	}
+	out.Host, out.Port = host, int32(port)
+	if err := out.Validate(); err != nil {
+		return out, fmt.Errorf("--estimator-address and --estimator-service-*: %w", err)
+	}
+	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -24,6 +25,25 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		"defaults": {
 			modify: func(*Options) {},
+		},
+		"estimator Services": {
+			modify: func(o *Options) { o.EstimatorAddress = "karmada-quota-webhook.karmada-system.svc:10352" },
+		},
+		"an estimator address that is no host:port": {
+			modify:   func(o *Options) { o.EstimatorAddress = "karmada-quota-webhook" },
+			wantErrs: []string{`--estimator-address must be host:port, got "karmada-quota-webhook"`},
+		},
+		"estimator Services nowhere": {
+			modify: func(o *Options) {
+				o.EstimatorAddress = "Webhook_Host:0"
+				o.EstimatorServices.Namespace, o.EstimatorServices.Prefix = "", ""
+			},
+			wantErrs: []string{
+				`--estimator-address and --estimator-service-*: the estimator Service namespace "": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+				"the estimator Service prefix must be set",
+				`the estimator host "Webhook_Host": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+				"estimator port 0: must be between 1 and 65535, inclusive",
+			},
 		},
 		"no leader election namespace": {
 			modify:   func(o *Options) { o.LeaderElectionNamespace = "" },
@@ -170,6 +190,10 @@ func TestOptionsAddFlags(t *testing.T) {
 		"--webhook-cert-mode=self-managed",
 		"--webhook-cert-namespace=quota-system",
 		"--host-kubeconfig=/etc/host/kubeconfig",
+		"--estimator-address=karmada-quota-webhook.quota-system.svc:10400",
+		"--estimator-service-prefix=quota-estimator",
+		"--estimator-service-namespace=scheduling",
+		"--scheduler-estimator-port=10500",
 	}); err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -198,6 +222,8 @@ func TestOptionsAddFlags(t *testing.T) {
 		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
 		Certs:                   certs.NewOptions(),
 		HostKubeconfig:          "/etc/host/kubeconfig",
+		EstimatorAddress:        "karmada-quota-webhook.quota-system.svc:10400",
+		EstimatorServices:       discovery.Options{Namespace: "scheduling", Prefix: "quota-estimator", SchedulerPort: 10500},
 	}
 	want.Certs.Mode = certs.ModeSelfManaged
 	want.Certs.Namespace = "quota-system"

@@ -25,6 +25,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
@@ -50,9 +51,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 
 	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
 	shutdown := opts.GracefulShutdownTimeout
+	cacheOptions := controller.CacheOptions()
+	var estimatorServices *discovery.Options
+	if opts.EstimatorAddress != "" {
+		services, err := opts.estimatorServices()
+		if err != nil {
+			return err
+		}
+		estimatorServices = &services
+		cacheOptions.ByObject[&corev1.Service{}] = discovery.CacheOptions(services)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                     scheme.Scheme,
-		Cache:                      controller.CacheOptions(),
+		Cache:                      cacheOptions,
 		Metrics:                    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:     opts.HealthProbeBindAddress,
 		LeaderElection:             opts.LeaderElect,
@@ -72,6 +83,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	}
 	if name, err := controller.Setup(ctx, mgr, opts.ControllerOptions()); err != nil {
 		return fmt.Errorf("setting up %s: %w", name, err)
+	}
+	if estimatorServices != nil {
+		if err := discovery.Setup(mgr, *estimatorServices); err != nil {
+			return fmt.Errorf("setting up the estimator Services: %w", err)
+		}
 	}
 	stopEvents, err := setupCertificates(mgr, opts)
 	if err != nil {
@@ -93,7 +109,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		"resyncPeriod", opts.ResyncPeriod,
 		"workers", opts.Workers,
 		"requeueCooldown", opts.RequeueCooldown,
-		"webhookCertMode", opts.Certs.Mode)
+		"webhookCertMode", opts.Certs.Mode,
+		"estimatorAddress", opts.EstimatorAddress)
 	return mgr.Start(ctx)
 }
 

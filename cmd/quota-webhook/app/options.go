@@ -29,6 +29,12 @@ type Options struct {
 	ShutdownDelay time.Duration
 	// ExemptKinds are kinds (Kind.group) whose pods karmada-quota cannot know, let through uncharged.
 	ExemptKinds []string
+	// EstimatorBindAddress is host:port the scheduler estimator listens on; empty serves none.
+	EstimatorBindAddress string
+	// EstimatorTLS serves the estimator over TLS with the webhook's serving certificate.
+	EstimatorTLS bool
+	// MemberEstimators are the members' own karmada-scheduler-estimators, asked too; none without a prefix.
+	MemberEstimators admission.MemberEstimators
 }
 
 // NewOptions returns the defaults.
@@ -46,6 +52,8 @@ func NewOptions() *Options {
 		DecisionTimeout: 8 * time.Second,
 		MaxReservations: quota.MaxReservations,
 		ShutdownDelay:   5 * time.Second,
+		// karmada-scheduler's defaults for karmada-scheduler-estimator, but the prefix: off until given.
+		MemberEstimators: admission.MemberEstimators{Namespace: "karmada-system", Port: 10352},
 	}
 }
 
@@ -71,6 +79,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Kinds, as Kind.group (Certificate.cert-manager.io), that may run under a quota limiting what pods use although "+
 			"karmada-quota cannot know the pods they make (a CRD without a ResourceInterpreterCustomization describing its "+
 			"replicas): their Works go through, uncharged. Other such kinds are refused there.")
+	fs.StringVar(&o.EstimatorBindAddress, "estimator-bind-address", o.EstimatorBindAddress,
+		"host:port the scheduler estimator listens on (Karmada's karmada-scheduler-estimator gRPC protocol: how many replicas "+
+			"the quotas leave room for on each member cluster, so that karmada-scheduler divides workloads within them); empty serves none.")
+	fs.BoolVar(&o.EstimatorTLS, "estimator-tls", o.EstimatorTLS,
+		"Serve the scheduler estimator over TLS with the webhook's serving certificate (--cert-dir); karmada-scheduler then needs "+
+			"--scheduler-estimator-ca-file. Off, it serves plain gRPC, as karmada-scheduler-estimator does by default.")
+	fs.StringVar(&o.MemberEstimators.Prefix, "member-estimator-service-prefix", o.MemberEstimators.Prefix,
+		"When the members run karmada-scheduler-estimator, the --scheduler-estimator-service-prefix karmada-scheduler would find them by "+
+			"(karmada-scheduler-estimator, Karmada's default): the scheduler estimator asks each member's too and answers the least of both, "+
+			"so that karmada-scheduler, pointed at karmada-quota's, still learns what the member's nodes can take. Empty asks none.")
+	fs.StringVar(&o.MemberEstimators.Namespace, "member-estimator-service-namespace", o.MemberEstimators.Namespace,
+		"The --scheduler-estimator-service-namespace of the members' estimators.")
+	fs.IntVar(&o.MemberEstimators.Port, "member-estimator-port", o.MemberEstimators.Port,
+		"The --scheduler-estimator-port of the members' estimators.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
 		"How long the webhook keeps serving after SIGTERM, reporting itself unready, before it drains: the time for the "+
 			"cluster to stop routing new calls to it, so that a rolling update never sends a binding write to a closed port.")
@@ -95,6 +117,21 @@ func (o *Options) Validate() error {
 	if _, err := admission.ParseExemptKinds(o.ExemptKinds); err != nil {
 		errs = append(errs, fmt.Errorf("--exempt-kinds %w", err))
 	}
+	if o.EstimatorBindAddress != "" {
+		if _, _, err := splitHostPort("--estimator-bind-address", o.EstimatorBindAddress); err != nil {
+			errs = append(errs, err)
+		}
+	} else if o.EstimatorTLS || o.MemberEstimators.Prefix != "" {
+		errs = append(errs, errors.New("--estimator-tls and --member-estimator-service-prefix need --estimator-bind-address"))
+	}
+	if o.MemberEstimators.Prefix != "" {
+		if o.MemberEstimators.Namespace == "" {
+			errs = append(errs, errors.New("--member-estimator-service-namespace must be set"))
+		}
+		if o.MemberEstimators.Port <= 0 || o.MemberEstimators.Port > 65535 {
+			errs = append(errs, fmt.Errorf("--member-estimator-port must be between 1 and 65535, got %d", o.MemberEstimators.Port))
+		}
+	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.ShutdownDelay))
 	}
@@ -108,13 +145,18 @@ func (o *Options) Validate() error {
 
 // hostPort splits --webhook-bind-address.
 func (o *Options) hostPort() (string, int, error) {
-	host, portText, err := net.SplitHostPort(o.BindAddress)
+	return splitHostPort("--webhook-bind-address", o.BindAddress)
+}
+
+// splitHostPort splits the host:port a flag gives.
+func splitHostPort(flag, address string) (string, int, error) {
+	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
-		return "", 0, fmt.Errorf("--webhook-bind-address must be host:port, got %q", o.BindAddress)
+		return "", 0, fmt.Errorf("%s must be host:port, got %q", flag, address)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("--webhook-bind-address: the port must be between 1 and 65535, got %q", portText)
+		return "", 0, fmt.Errorf("%s: the port must be between 1 and 65535, got %q", flag, portText)
 	}
 	return host, port, nil
 }

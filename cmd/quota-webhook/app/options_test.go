@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/karmada-quota/karmada-quota/pkg/admission"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -17,6 +19,24 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		"defaults": {
 			modify: func(*Options) {},
+		},
+		"an estimator over TLS": {
+			modify: func(o *Options) { o.EstimatorBindAddress, o.EstimatorTLS = ":10352", true },
+		},
+		"an estimator address that is no host:port": {
+			modify:   func(o *Options) { o.EstimatorBindAddress = "10352" },
+			wantErrs: []string{`--estimator-bind-address must be host:port, got "10352"`},
+		},
+		"estimator TLS without an estimator": {
+			modify:   func(o *Options) { o.EstimatorTLS = true },
+			wantErrs: []string{"--estimator-tls and --member-estimator-service-prefix need --estimator-bind-address"},
+		},
+		"members' estimators nowhere": {
+			modify: func(o *Options) {
+				o.EstimatorBindAddress = ":10352"
+				o.MemberEstimators = admission.MemberEstimators{Prefix: "karmada-scheduler-estimator"}
+			},
+			wantErrs: []string{"--member-estimator-service-namespace must be set", "--member-estimator-port must be between 1 and 65535, got 0"},
 		},
 		"kinds exempt, one of the core group": {
 			modify: func(o *Options) { o.ExemptKinds = []string{"Certificate.cert-manager.io", "Widget"} },
@@ -151,6 +171,11 @@ func TestOptionsAddFlags(t *testing.T) {
 		"--reservation-ttl=90s",
 		"--decision-timeout=5s",
 		"--exempt-kinds=Certificate.cert-manager.io,Issuer.cert-manager.io",
+		"--estimator-bind-address=:10352",
+		"--estimator-tls",
+		"--member-estimator-service-prefix=karmada-scheduler-estimator",
+		"--member-estimator-service-namespace=estimators",
+		"--member-estimator-port=10400",
 	}); err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -161,6 +186,8 @@ func TestOptionsAddFlags(t *testing.T) {
 	want.ReservationTTL = 90 * time.Second
 	want.DecisionTimeout = 5 * time.Second
 	want.ExemptKinds = []string{"Certificate.cert-manager.io", "Issuer.cert-manager.io"}
+	want.EstimatorBindAddress, want.EstimatorTLS = ":10352", true
+	want.MemberEstimators = admission.MemberEstimators{Namespace: "estimators", Prefix: "karmada-scheduler-estimator", Port: 10400}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("options after parsing (-want +got):\n%s", diff)
 	}

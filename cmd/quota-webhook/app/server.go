@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -54,9 +56,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	estimatorTLS, err := estimatorTLS(mgr, opts)
+	if err != nil {
+		return err
+	}
 	if err := admission.Setup(ctx, mgr, admission.Options{
 		ReservationTTL: opts.ReservationTTL, DecisionTimeout: opts.DecisionTimeout, MaxReservations: opts.MaxReservations,
-		ExemptKinds: opts.ExemptKinds,
+		ExemptKinds: opts.ExemptKinds, EstimatorAddress: opts.EstimatorBindAddress, EstimatorTLS: estimatorTLS,
+		MemberEstimators: opts.MemberEstimators,
 	}); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
@@ -90,4 +97,22 @@ func newWebhookServer(opts *Options, host string, port int) webhook.Server {
 		CertDir: opts.CertDir,
 		TLSOpts: []func(*tls.Config){opts.TLS.Apply},
 	})
+}
+
+// estimatorTLS is the scheduler estimator's TLS configuration when --estimator-tls asks for one: the webhook's
+// serving certificate, reloaded when it is renewed, under the same TLS flags.
+func estimatorTLS(mgr ctrl.Manager, opts *Options) (*tls.Config, error) {
+	if !opts.EstimatorTLS {
+		return nil, nil
+	}
+	watcher, err := certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("the estimator's serving certificate: %w", err)
+	}
+	if err := mgr.Add(watcher); err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{GetCertificate: watcher.GetCertificate}
+	opts.TLS.Apply(cfg)
+	return cfg, nil
 }

@@ -23,7 +23,7 @@ give business teams read access through the stock view, edit and admin roles.
 {{- if $obj.kind }}
 {{- $_ := set $obj.metadata "labels" (fromYaml $labels) }}
 {{- if $obj.metadata.namespace }}
-{{- /* The controller's Lease role: generated for karmada-system, moved with the configured namespace. */}}
+{{- /* The components' Roles: generated for karmada-system, moved with the configured namespace. */}}
 {{- $_ := set $obj.metadata "namespace" $ns }}
 {{- end }}
 ---
@@ -54,7 +54,8 @@ subjects:
   - kind: ServiceAccount
     name: {{ $sa }}
     namespace: {{ $ns }}
-{{- if eq $component "controller" }}
+{{- /* Both have a Role in the karmada namespace: the controller's Lease and estimator Services, the webhook's
+reads of the members' estimator Services. */}}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -71,7 +72,6 @@ subjects:
   - kind: ServiceAccount
     name: {{ $sa }}
     namespace: {{ $ns }}
-{{- end }}
 {{- end }}
 {{- if .Values.karmada.leastPrivilegeIdentities }}
 {{- $writers := list }}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"fmt"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
+)
+
+// Karmada's scheduler places within the limits on member clusters: it asks karmada-quota's estimator how many
+// replicas each member has room for (pkg/estimator), through the Services the controller keeps, and divides a
+// dynamic-weight workload by the answers. The placements it cannot steer (static weights, Duplicated) are refused
+// with a message that says so.
+var _ = Describe("Scheduling within the limits on member clusters", func() {
+	BeforeEach(func() {
+		// The controller keeps one estimator Service per member from the start; karmada-scheduler dials them.
+		for _, m := range memberNames() {
+			Eventually(func() error {
+				return karmada.Get(ctx, client.ObjectKey{Namespace: "karmada-system", Name: discovery.ServiceName("karmada-quota-estimator", m)}, &corev1.Service{})
+			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the estimator Service of %s", m)
+		}
+	})
+
+	It("divides a dynamic-weight workload by the room each member has, and leaves to Karmada what fits nowhere", func() {
+		members := memberNames()
+		Expect(members).To(HaveLen(2))
+		capped, roomy := members[0], members[1]
+		ns := newNamespace("steer")
+		q := &quotav1alpha1.KarmadaQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+			Spec: quotav1alpha1.KarmadaQuotaSpec{
+				Hard: list("cpu", "20"),
+				// Room for 2 replicas of 500m on one member and 4 on the other: the members' own capacity would
+				// split 6 replicas evenly, 3 and 3, past the first member's limit.
+				Clusters: []quotav1alpha1.ClusterLimit{{Name: capped, Hard: list("cpu", "1")}, {Name: roomy, Hard: list("cpu", "2")}},
+			},
+		}
+		Expect(karmada.Create(ctx, q)).To(Succeed())
+
+		deploy(ns, "web", 6, "500m", "16Mi", divided())
+		expectScheduled(ns, "web", 6)
+		rb, err := binding(ns, "web", "Deployment")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rb.Spec.Clusters).To(ConsistOf(
+			workv1alpha2.TargetCluster{Name: capped, Replicas: 2},
+			workv1alpha2.TargetCluster{Name: roomy, Replicas: 4},
+		), "placed within each member's limit")
+		Eventually(func(g Gomega) {
+			used := clusterUsage(quotaStatus(ns, "team"))
+			g.Expect(used[capped]).To(HaveKeyWithValue(corev1.ResourceName("requests.cpu"), int64(1000)))
+			g.Expect(used[roomy]).To(HaveKeyWithValue(corev1.ResourceName("requests.cpu"), int64(2000)))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		By("a seventh replica: no member has room for it, though the namespace has")
+		scale(ns, "web", 7)
+		Eventually(func(g Gomega) {
+			rb, err := binding(ns, "web", "Deployment")
+			g.Expect(err).NotTo(HaveOccurred())
+			cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(rb.Spec.Replicas).To(Equal(int32(7)))
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			// Karmada's own verdict, the estimators' room summing below the new replica (it sets no observed
+			// generation for a failed attempt): "failed to scale up: Clusters available replicas 0 are not enough".
+			g.Expect(cond.Reason).To(Equal(workv1alpha2.BindingReasonUnschedulable), cond.Message)
+			g.Expect(cond.Message).To(ContainSubstring("Clusters available replicas 0 are not enough to schedule"))
+			g.Expect(placedReplicas(rb)).To(Equal(int32(6)), "what was placed stays")
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	})
+
+	It("aggregates a workload on as few members as their room allows", func() {
+		members := memberNames()
+		capped, roomy := members[0], members[1]
+		ns := newNamespace("aggregated")
+		q := &quotav1alpha1.KarmadaQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+			Spec: quotav1alpha1.KarmadaQuotaSpec{
+				Hard:     list("cpu", "20"),
+				Clusters: []quotav1alpha1.ClusterLimit{{Name: capped, Hard: list("cpu", "1")}, {Name: roomy, Hard: list("cpu", "2")}},
+			},
+		}
+		Expect(karmada.Create(ctx, q)).To(Succeed())
+		aggregated := divided()
+		aggregated.ReplicaScheduling.ReplicaDivisionPreference = policyv1alpha1.ReplicaDivisionPreferenceAggregated
+		aggregated.ReplicaScheduling.WeightPreference = nil
+		// The members' capacity alone would put all 6 on one member, past either limit.
+		deploy(ns, "batch", 6, "500m", "16Mi", aggregated)
+		expectScheduled(ns, "batch", 6)
+		rb, err := binding(ns, "batch", "Deployment")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rb.Spec.Clusters).To(ConsistOf(
+			workv1alpha2.TargetCluster{Name: roomy, Replicas: 4},
+			workv1alpha2.TargetCluster{Name: capped, Replicas: 2},
+		), "the roomiest member first, the rest where room is left")
+	})
+
+	It("refuses a placement it cannot steer past a member's limit, saying why and what to change", func() {
+		members := memberNames()
+		capped := members[0]
+		ns := newNamespace("unsteered")
+		q := &quotav1alpha1.KarmadaQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+			Spec: quotav1alpha1.KarmadaQuotaSpec{
+				Hard:     list("cpu", "20"),
+				Clusters: []quotav1alpha1.ClusterLimit{{Name: capped, Hard: list("cpu", "1")}},
+			},
+		}
+		Expect(karmada.Create(ctx, q)).To(Succeed())
+
+		static := policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: members},
+			ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+				ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+				ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+				WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
+					{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{members[0]}}, Weight: 1},
+					{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{members[1]}}, Weight: 1},
+				}},
+			},
+		}
+		// 3 replicas of 500m on each member by the weights: 1.5 CPU on the capped one.
+		deploy(ns, "weighted", 6, "500m", "16Mi", static)
+		message := expectRefused(ns, "weighted")
+		AddReportEntry("static weights past a member's limit", message)
+		Expect(message).To(ContainSubstring(fmt.Sprintf("cpu in cluster %s: requested 1500m, used 0, reserved 0, hard 1", capped)))
+		Expect(message).To(ContainSubstring("divides replicas by static weights alone"))
+		Expect(message).To(ContainSubstring("dynamicWeight: AvailableReplicas"))
+
+		deploy(ns, "everywhere", 3, "500m", "16Mi", duplicated())
+		message = expectRefused(ns, "everywhere")
+		AddReportEntry("Duplicated past a member's limit", message)
+		Expect(message).To(ContainSubstring(fmt.Sprintf("cpu in cluster %s: requested 1500m", capped)))
+		Expect(message).To(ContainSubstring("all replicas of a Duplicated workload"))
+	})
+})
