@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 )
 
 // Server serves an Estimator to karmada-scheduler over gRPC. It is a controller-runtime Runnable of every webhook
@@ -98,8 +100,14 @@ func unary(method string, answer func(ctx context.Context, request []byte) (int3
 				return nil, err
 			}
 			v, err := answer(ctx, in.b)
-			if err != nil {
+			switch {
+			case err != nil:
+				metrics.EstimatorRequests.WithLabelValues(method, metrics.EstimatorError).Inc()
 				return nil, err
+			case v < unlimited:
+				metrics.EstimatorRequests.WithLabelValues(method, metrics.EstimatorBounded).Inc()
+			default:
+				metrics.EstimatorRequests.WithLabelValues(method, metrics.EstimatorUnbounded).Inc()
 			}
 			return &frame{b: int32Response(v)}, nil
 		},

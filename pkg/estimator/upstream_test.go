@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 )
 
 func externalName(name, host string, port, target int32) *corev1.Service {
@@ -132,5 +135,30 @@ func TestUpstream(t *testing.T) {
 	unschedulable := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "member1")
 	if got := ask("GetUnschedulableReplicas", unschedulable); got != 3 {
 		t.Errorf("GetUnschedulableReplicas = %d, want member1's estimator's 3", got)
+	}
+}
+
+// TestRequestsCounted: every call is counted by whether a member limit bounded its answer.
+func TestRequestsCounted(t *testing.T) {
+	conn := dial(t, &Server{Estimator: New(ledgersOf(quotas()))})
+	counter := func(result string) float64 {
+		return testutil.ToFloat64(metrics.EstimatorRequests.WithLabelValues("MaxAvailableReplicas", result))
+	}
+	bounded, unbounded, failed := counter(metrics.EstimatorBounded), counter(metrics.EstimatorUnbounded), counter(metrics.EstimatorError)
+	for _, request := range [][]byte{
+		replicasRequestBytes("member1", "shop", "500m"), // the EU group bounds it
+		replicasRequestBytes("member3", "shop", "500m"), // no member limit
+		replicasRequestBytes("member3", "", "500m"),     // no namespace: an error
+	} {
+		_ = conn.Invoke(context.Background(), "/"+serviceName+"/MaxAvailableReplicas", &frame{b: request}, &frame{}, grpc.ForceCodec(codec{}))
+	}
+	if got := counter(metrics.EstimatorBounded) - bounded; got != 1 {
+		t.Errorf("bounded answers counted %v, want 1", got)
+	}
+	if got := counter(metrics.EstimatorUnbounded) - unbounded; got != 1 {
+		t.Errorf("unbounded answers counted %v, want 1", got)
+	}
+	if got := counter(metrics.EstimatorError) - failed; got != 1 {
+		t.Errorf("errors counted %v, want 1", got)
 	}
 }

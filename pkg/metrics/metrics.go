@@ -102,6 +102,25 @@ var (
 	}, []string{"writer"})
 )
 
+// The scheduler estimator's series (quota-webhook).
+var (
+	// EstimatorRequests counts karmada-scheduler's calls to the scheduler estimator, by method and by what bounded
+	// the answer: a limit on member clusters (bounded), nothing (unbounded), or no answer (error). None at all means
+	// karmada-scheduler does not consult it (its --enable-scheduler-estimator and service prefix).
+	EstimatorRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "estimator_requests_total",
+		Help:      "Calls of karmada-scheduler to the scheduler estimator, by method and result (bounded, unbounded, error).",
+	}, []string{"method", "result"})
+)
+
+// Results of an estimator call.
+const (
+	EstimatorBounded   = "bounded"
+	EstimatorUnbounded = "unbounded"
+	EstimatorError     = "error"
+)
+
 // quota-controller's series.
 var (
 	// ReconcileDuration is the time to recount one quota and write its status.
@@ -467,6 +486,7 @@ func webhookCollectors() []prometheus.Collector {
 		AdmissionRetries,
 		ReservationsWritten,
 		ReservationsRolledBack,
+		EstimatorRequests,
 	}
 }
 
@@ -503,6 +523,12 @@ func registerWebhook(r prometheus.Registerer) {
 		}
 	}
 	StatusConflicts.WithLabelValues(WriterWebhook)
+	// At 0 from the start, so that "karmada-scheduler does not ask" reads as a flat series, not a missing one.
+	for _, method := range []string{"MaxAvailableReplicas", "MaxAvailableComponentSets", "GetUnschedulableReplicas"} {
+		for _, result := range []string{EstimatorBounded, EstimatorUnbounded, EstimatorError} {
+			EstimatorRequests.WithLabelValues(method, result)
+		}
+	}
 }
 
 // registerController registers quota-controller's series into r, with its conflicts at zero.
