@@ -20,6 +20,21 @@ import (
 // replicas each member has room for (pkg/estimator), through the Services the controller keeps, and divides a
 // dynamic-weight workload by the answers. The placements it cannot steer (static weights, Duplicated) are refused
 // with a message that says so.
+// quotaCapping creates a quota of 20 CPU in ns that limits each member named in perMember to its CPU there.
+func quotaCapping(ns string, perMember map[string]string) {
+	GinkgoHelper()
+	q := &quotav1alpha1.KarmadaQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: list("cpu", "20")},
+	}
+	for _, member := range memberNames() {
+		if cpus, capped := perMember[member]; capped {
+			q.Spec.Clusters = append(q.Spec.Clusters, quotav1alpha1.ClusterLimit{Name: member, Hard: list("cpu", cpus)})
+		}
+	}
+	Expect(karmada.Create(ctx, q)).To(Succeed())
+}
+
 var _ = Describe("Scheduling within the limits on member clusters", func() {
 	BeforeEach(func() {
 		// The controller keeps one estimator Service per member from the start; karmada-scheduler dials them.
@@ -35,16 +50,9 @@ var _ = Describe("Scheduling within the limits on member clusters", func() {
 		Expect(members).To(HaveLen(2))
 		capped, roomy := members[0], members[1]
 		ns := newNamespace("steer")
-		q := &quotav1alpha1.KarmadaQuota{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
-			Spec: quotav1alpha1.KarmadaQuotaSpec{
-				Hard: list("cpu", "20"),
-				// Room for 2 replicas of 500m on one member and 4 on the other: the members' own capacity would
-				// split 6 replicas evenly, 3 and 3, past the first member's limit.
-				Clusters: []quotav1alpha1.ClusterLimit{{Name: capped, Hard: list("cpu", "1")}, {Name: roomy, Hard: list("cpu", "2")}},
-			},
-		}
-		Expect(karmada.Create(ctx, q)).To(Succeed())
+		// Room for 2 replicas of 500m on one member and 4 on the other: the members' own capacity would split 6
+		// replicas evenly, 3 and 3, past the first member's limit.
+		quotaCapping(ns, map[string]string{capped: "1", roomy: "2"})
 
 		deploy(ns, "web", 6, "500m", "16Mi", divided())
 		expectScheduled(ns, "web", 6)
@@ -81,14 +89,7 @@ var _ = Describe("Scheduling within the limits on member clusters", func() {
 		members := memberNames()
 		capped, roomy := members[0], members[1]
 		ns := newNamespace("aggregated")
-		q := &quotav1alpha1.KarmadaQuota{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
-			Spec: quotav1alpha1.KarmadaQuotaSpec{
-				Hard:     list("cpu", "20"),
-				Clusters: []quotav1alpha1.ClusterLimit{{Name: capped, Hard: list("cpu", "1")}, {Name: roomy, Hard: list("cpu", "2")}},
-			},
-		}
-		Expect(karmada.Create(ctx, q)).To(Succeed())
+		quotaCapping(ns, map[string]string{capped: "1", roomy: "2"})
 		aggregated := divided()
 		aggregated.ReplicaScheduling.ReplicaDivisionPreference = policyv1alpha1.ReplicaDivisionPreferenceAggregated
 		aggregated.ReplicaScheduling.WeightPreference = nil
@@ -107,14 +108,7 @@ var _ = Describe("Scheduling within the limits on member clusters", func() {
 		members := memberNames()
 		capped := members[0]
 		ns := newNamespace("unsteered")
-		q := &quotav1alpha1.KarmadaQuota{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
-			Spec: quotav1alpha1.KarmadaQuotaSpec{
-				Hard:     list("cpu", "20"),
-				Clusters: []quotav1alpha1.ClusterLimit{{Name: capped, Hard: list("cpu", "1")}},
-			},
-		}
-		Expect(karmada.Create(ctx, q)).To(Succeed())
+		quotaCapping(ns, map[string]string{capped: "1"})
 
 		static := policyv1alpha1.Placement{
 			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: members},
