@@ -47,6 +47,15 @@ func (e *Environment) RestartWith(ctx context.Context, name string, grace time.D
 	return e.Start(ctx, name)
 }
 
+// WithFlag is an edit for RestartWith: the process's --name=value, replacing any it had.
+func WithFlag(name, value string) func(args []string) []string {
+	flag := "--" + name + "="
+	return func(args []string) []string {
+		args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, flag) })
+		return append(args, flag+value)
+	}
+}
+
 // WithFeatureGate is an edit for RestartWith: the process's --feature-gates with gate set to on (the flag added
 // when missing, the gate removed when off).
 func WithFeatureGate(gate string, on bool) func(args []string) []string {

@@ -46,3 +46,12 @@ func TestWithFeatureGate(t *testing.T) {
 		})
 	}
 }
+
+func TestWithFlag(t *testing.T) {
+	args := []string{"--kubeconfig", "k", "--enable-scheduler-estimator=false", "--v=2"}
+	got := WithFlag("enable-scheduler-estimator", "true")(slices.Clone(args))
+	want := []string{"--kubeconfig", "k", "--v=2", "--enable-scheduler-estimator=true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("args = %q, want %q", got, want)
+	}
+}

@@ -156,28 +156,32 @@ const rateLimiterMaxDelay = "--rate-limiter-max-delay=10s"
 // It changes nothing else: in v1.18 Karmada's cluster controller taints a not-ready or unreachable Cluster with
 // NoSchedule only (it keeps its placements); a NoExecute taint comes from an admin or a ClusterTaintPolicy, and
 // this environment has none. So a member restarted by a fault test keeps its bindings, as with failover off.
-//
-// The ResourceQuotaEstimate gate (alpha) has karmada-controller-manager write a binding's namespace and priority
-// class into spec.replicaRequirements, which karmada-scheduler sends to estimators: without them karmada-quota's
-// estimator cannot tell which quotas apply, and karmada-scheduler places without it (pkg/estimator).
 const (
-	controllerManagerFeatureGates = "--feature-gates=Failover=true,ResourceQuotaEstimate=true"
-	noExecuteTaintEviction        = "--enable-no-execute-taint-eviction=true"
+	failoverFeatureGate    = "--feature-gates=Failover=true"
+	noExecuteTaintEviction = "--enable-no-execute-taint-eviction=true"
 )
 
-// estimatorServicePrefix is the chart's default schedulerEstimator.servicePrefix.
-const estimatorServicePrefix = "karmada-quota-estimator"
+// EstimatorArgs are the edits (RestartWith) that run karmada-scheduler and karmada-controller-manager as the chart
+// tells admins to for karmada-quota's scheduler estimator (schedulerEstimator in its values), on when on:
+// karmada-scheduler asks the estimators at the Services the quota controller keeps, one per member, named with the
+// chart's default prefix, which point at the webhook's Service in the host cluster; it reaches them, like the
+// karmada-apiserver, through the kubelet's service proxy (its HTTPS_PROXY; gRPC honours it). The
+// ResourceQuotaEstimate gate (alpha) has karmada-controller-manager write a binding's namespace and priority class
+// into spec.replicaRequirements, which karmada-scheduler sends estimators: without them the estimator cannot tell
+// which quotas apply.
+func EstimatorArgs(on bool) (scheduler, controllerManager func(args []string) []string) {
+	enable := WithFlag("enable-scheduler-estimator", fmt.Sprint(on))
+	prefix := WithFlag("scheduler-estimator-service-prefix", "karmada-quota-estimator")
+	return func(args []string) []string { return prefix(enable(args)) }, WithFeatureGate("ResourceQuotaEstimate", on)
+}
 
-// karmadaControllers starts karmada-controller-manager and karmada-scheduler as Karmada deploys them.
-//
-// karmada-scheduler consults estimators as an admin who installs karmada-quota's chart is told to run it
-// (schedulerEstimator in the chart's values): at the Services the quota controller keeps, one per member, named
-// with estimatorServicePrefix. Those point at the webhook's Service in the host cluster, which it reaches, like the
-// karmada-apiserver, through the kubelet's service proxy (HTTPS_PROXY; gRPC honours it). Before the chart is
-// installed, and for any member without its Service, the scheduler uses the clusters' resource summaries alone.
+// karmadaControllers starts karmada-controller-manager and karmada-scheduler as Karmada deploys them, with
+// Karmada's defaults for what karmada-quota's scheduler estimator needs: karmada-scheduler without estimators and
+// karmada-controller-manager without ResourceQuotaEstimate, as most installations run. A test of the estimator
+// turns both on (EstimatorArgs) and off again.
 //
 // karmada-controller-manager runs with taint-based cluster failover on, as a production Karmada with failover does
-// (controllerManagerFeatureGates, noExecuteTaintEviction), so that the replicas Karmada keeps running through a graceful
+// (failoverFeatureGate, noExecuteTaintEviction), so that the replicas Karmada keeps running through a graceful
 // eviction can be tested.
 func (s *setup) karmadaControllers(ctx context.Context) error {
 	kubeconfig := s.env.Karmada.Kubeconfig
@@ -190,7 +194,7 @@ func (s *setup) karmadaControllers(ctx context.Context) error {
 		"--kubeconfig", kubeconfig,
 		"--cluster-status-update-frequency", "10s",
 		rateLimiterMaxDelay,
-		controllerManagerFeatureGates, noExecuteTaintEviction,
+		failoverFeatureGate, noExecuteTaintEviction,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 	); err != nil {
@@ -199,8 +203,7 @@ func (s *setup) karmadaControllers(ctx context.Context) error {
 	return s.processEnv(ctx, "karmada-scheduler", fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[2]), s.clusters[karmadaName].env,
 		s.bin["karmada-scheduler"],
 		"--kubeconfig", kubeconfig,
-		"--enable-scheduler-estimator=true",
-		"--scheduler-estimator-service-prefix="+estimatorServicePrefix,
+		"--enable-scheduler-estimator=false",
 		rateLimiterMaxDelay,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[3]),

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	. "github.com/onsi/ginkgo/v2"
@@ -15,25 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
-// Most Karmada installations run karmada-controller-manager with its default feature gates: ResourceQuotaEstimate
-// off, so Karmada never copies a pod template's priorityClassName into the binding. A quota scoped by PriorityClass
-// must count and refuse all the same. The local Karmada runs the gate, as karmada-quota's scheduler estimator needs
-// it; this spec turns it off for its duration (Serial: karmada-controller-manager restarts twice).
-var _ = Describe("PriorityClass-scoped quotas on a Karmada with default feature gates", Serial, func() {
-	BeforeEach(func() {
-		const gate, grace = "ResourceQuotaEstimate", 10 * time.Second
-		Expect(env.RestartWith(ctx, "karmada-controller-manager", grace, localkarmada.WithFeatureGate(gate, false))).To(Succeed())
-		DeferCleanup(func() {
-			Expect(env.RestartWith(ctx, "karmada-controller-manager", grace, localkarmada.WithFeatureGate(gate, true))).To(Succeed())
-		})
-	})
-
+// The local Karmada runs karmada-controller-manager with its default feature gates, as most installations do:
+// ResourceQuotaEstimate is off, so Karmada never copies a pod template's priorityClassName into the binding. A
+// quota scoped by PriorityClass must count and refuse all the same.
+var _ = Describe("PriorityClass-scoped quotas on a Karmada with default feature gates", func() {
 	It("count exactly their workloads and refuse past hard, with In, NotIn, Exists and DoesNotExist", func() {
 		createPriorityClassesInMembers("high", "low")
 		ns := newNamespace("classes")

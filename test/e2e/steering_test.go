@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -12,14 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 )
 
-// Karmada's scheduler places within the limits on member clusters: it asks karmada-quota's estimator how many
-// replicas each member has room for (pkg/estimator), through the Services the controller keeps, and divides a
-// dynamic-weight workload by the answers. The placements it cannot steer (static weights, Duplicated) are refused
-// with a message that says so.
 // quotaCapping creates a quota of 20 CPU in ns that limits each member named in perMember to its CPU there.
 func quotaCapping(ns string, perMember map[string]string) {
 	GinkgoHelper()
@@ -35,7 +33,26 @@ func quotaCapping(ns string, perMember map[string]string) {
 	Expect(karmada.Create(ctx, q)).To(Succeed())
 }
 
-var _ = Describe("Scheduling within the limits on member clusters", func() {
+// restartGrace is how long a restarted Karmada component may take to stop.
+const restartGrace = 10 * time.Second
+
+// Karmada's scheduler places within the limits on member clusters: it asks karmada-quota's estimator how many
+// replicas each member has room for (pkg/estimator), through the Services the controller keeps, and divides a
+// dynamic-weight workload by the answers. The placements it cannot steer (static weights, Duplicated) are refused
+// with a message that says so.
+var _ = Describe("Scheduling within the limits on member clusters", Serial, Ordered, func() {
+	BeforeAll(func() {
+		// The local Karmada runs as most do, without estimators: these specs run it as the chart tells admins to.
+		scheduler, controllerManager := localkarmada.EstimatorArgs(true)
+		Expect(env.RestartWith(ctx, "karmada-controller-manager", restartGrace, controllerManager)).To(Succeed())
+		Expect(env.RestartWith(ctx, "karmada-scheduler", restartGrace, scheduler)).To(Succeed())
+		DeferCleanup(func() {
+			scheduler, controllerManager := localkarmada.EstimatorArgs(false)
+			Expect(env.RestartWith(ctx, "karmada-scheduler", restartGrace, scheduler)).To(Succeed())
+			Expect(env.RestartWith(ctx, "karmada-controller-manager", restartGrace, controllerManager)).To(Succeed())
+		})
+	})
+
 	BeforeEach(func() {
 		// The controller keeps one estimator Service per member from the start; karmada-scheduler dials them.
 		for _, m := range memberNames() {
