@@ -18,8 +18,7 @@ func Wanted(rb *workv1alpha2.ResourceBinding) (Usage, error) {
 // WaitingForQuota reports whether the scheduler's last placement attempt for rb was refused by a quota: Karmada's
 // scheduler turns a 403 QuotaExceeded into Scheduled=False with reason QuotaExceeded.
 func WaitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
-	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonQuotaExceeded
+	return unscheduledFor(rb, workv1alpha2.BindingReasonQuotaExceeded)
 }
 
 // WaitingForMemberRoom reports whether Karmada's scheduler found too little room on the member clusters for rb's
@@ -28,6 +27,11 @@ func WaitingForQuota(rb *workv1alpha2.ResourceBinding) bool {
 // as QuotaExceeded is on the namespace-wide hard; the members' own capacity gives the same verdict, so only a quota
 // with such limits counts it as waiting on it (quota.Ledger.WaitsOn).
 func WaitingForMemberRoom(rb *workv1alpha2.ResourceBinding) bool {
+	return unscheduledFor(rb, workv1alpha2.BindingReasonUnschedulable)
+}
+
+// unscheduledFor reports whether the scheduler's last attempt for rb ended Scheduled=False with reason.
+func unscheduledFor(rb *workv1alpha2.ResourceBinding, reason string) bool {
 	c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha2.BindingReasonUnschedulable
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason
 }

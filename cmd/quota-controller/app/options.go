@@ -3,8 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -207,13 +205,9 @@ func (o *Options) validateLeaderElection() []error {
 // estimatorServices completes the estimator Services' options with --estimator-address.
 func (o *Options) estimatorServices() (discovery.Options, error) {
 	out := o.EstimatorServices
-	host, portText, err := net.SplitHostPort(o.EstimatorAddress)
+	host, port, err := command.HostPort("--estimator-address", o.EstimatorAddress)
 	if err != nil {
-		return out, fmt.Errorf("--estimator-address must be host:port, got %q", o.EstimatorAddress)
-	}
-	port, err := strconv.ParseInt(portText, 10, 32)
-	if err != nil {
-		return out, fmt.Errorf("--estimator-address: the port must be a number, got %q", portText)
+		return out, err
 	}
 	out.Host, out.Port = host, int32(port)
 	if err := out.Validate(); err != nil {

@@ -33,10 +33,14 @@ func TestOptionsValidate(t *testing.T) {
 			modify:   func(o *Options) { o.EstimatorAddress = "karmada-quota-webhook" },
 			wantErrs: []string{`--estimator-address must be host:port, got "karmada-quota-webhook"`},
 		},
+		"an estimator address on port 0": {
+			modify:   func(o *Options) { o.EstimatorAddress = "karmada-quota-webhook:0" },
+			wantErrs: []string{`--estimator-address: the port must be between 1 and 65535, got "0"`},
+		},
 		"estimator Services nowhere": {
 			modify: func(o *Options) {
-				o.EstimatorAddress = "Webhook_Host:0"
-				o.EstimatorServices.Namespace, o.EstimatorServices.Prefix = "", ""
+				o.EstimatorAddress = "Webhook_Host:10352"
+				o.EstimatorServices.Namespace, o.EstimatorServices.Prefix, o.EstimatorServices.SchedulerPort = "", "", 0
 			},
 			wantErrs: []string{
 				`--estimator-address and --estimator-service-*: the estimator Service namespace "": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,

@@ -3,8 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -118,7 +116,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--exempt-kinds %w", err))
 	}
 	if o.EstimatorBindAddress != "" {
-		if _, _, err := splitHostPort("--estimator-bind-address", o.EstimatorBindAddress); err != nil {
+		if _, _, err := command.HostPort("--estimator-bind-address", o.EstimatorBindAddress); err != nil {
 			errs = append(errs, err)
 		}
 	} else if o.EstimatorTLS || o.MemberEstimators.Prefix != "" {
@@ -145,18 +143,5 @@ func (o *Options) Validate() error {
 
 // hostPort splits --webhook-bind-address.
 func (o *Options) hostPort() (string, int, error) {
-	return splitHostPort("--webhook-bind-address", o.BindAddress)
-}
-
-// splitHostPort splits the host:port a flag gives.
-func splitHostPort(flag, address string) (string, int, error) {
-	host, portText, err := net.SplitHostPort(address)
-	if err != nil {
-		return "", 0, fmt.Errorf("%s must be host:port, got %q", flag, address)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("%s: the port must be between 1 and 65535, got %q", flag, portText)
-	}
-	return host, port, nil
+	return command.HostPort("--webhook-bind-address", o.BindAddress)
 }
