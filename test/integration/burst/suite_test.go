@@ -71,7 +71,7 @@ var _ = BeforeSuite(func() {
 		o.MaxReservations = maxReservations
 	}, nil)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhooks.WaitReady(ctx)).To(Succeed())
+	Expect(webhooks.WaitReady(ctx, k8s)).To(Succeed())
 	GinkgoWriter.Println(fmt.Sprintf("burst: %d placements, %d writers, at most %d reservations listed", placements, writers, maxReservations))
 })
 

@@ -44,7 +44,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	webhooks, err = framework.StartWebhooks(ctx, cfg, k8s, 1, nil, nil)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhooks.WaitReady(ctx)).To(Succeed())
+	Expect(webhooks.WaitReady(ctx, k8s)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {

@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,9 +108,41 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, c client.Client, repli
 }
 
 // WaitReady waits until every replica reports itself ready (/readyz: its informers synced), as a Deployment's
-// rollout waits before the Service sends it calls. Serving TLS comes first: a replica that serves but has not yet
-// synced its informers refuses every decision (fail closed), so a suite that writes at once must wait for this.
-func (w *Webhooks) WaitReady(ctx context.Context) error {
+// rollout waits before the Service sends it calls, and until the apiserver calls the webhooks. Serving TLS comes
+// first: a replica that serves but has not yet synced its informers refuses every decision (fail closed). And the
+// apiserver picks up a new webhook configuration from its own informer, moments after it is stored: until then it
+// admits bindings unchecked. A suite that writes at once must wait for both.
+func (w *Webhooks) WaitReady(ctx context.Context, c client.Client) error {
+	if err := w.waitReplicasReady(ctx); err != nil {
+		return err
+	}
+	return w.waitCalled(ctx, c)
+}
+
+// waitCalled waits until a dry-run binding create in the default namespace reaches a replica. Dry run writes
+// nothing: the binding webhook declares NoneOnDryRun side effects and admission reserves nothing for dry runs.
+func (w *Webhooks) waitCalled(ctx context.Context, c client.Client) error {
+	calls := func() (n int64) {
+		for _, replica := range w.Calls() {
+			n += replica
+		}
+		return n
+	}
+	// The webhook's answer does not matter, only that it was asked; the last answer explains a wait that fails.
+	var answer error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		before := calls()
+		probe := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "karmada-quota-webhook-probe"}}
+		answer = c.Create(ctx, probe, client.DryRunAll)
+		return calls() > before, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the apiserver never called the webhooks (last dry-run binding create: %v): %w", answer, err)
+	}
+	return nil
+}
+
+func (w *Webhooks) waitReplicasReady(ctx context.Context) error {
 	for _, probe := range w.probes {
 		url := "http://" + probe + "/readyz"
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -44,7 +44,7 @@ var _ = BeforeSuite(func() {
 		o.ExemptKinds = []string{exemptKind}
 	}, nil)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhooks.WaitReady(ctx)).To(Succeed())
+	Expect(webhooks.WaitReady(ctx, k8s)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
