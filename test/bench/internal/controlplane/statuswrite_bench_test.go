@@ -40,8 +40,9 @@ const schemalessGroup = "schemaless.bench.karmada.io"
 // makes per admission that adds usage and the controller per settle, against a placement (the scheduler's
 // ResourceBinding patch, with no webhook), each by 64 concurrent writers on objects of their own. The status is
 // the one the spread workload writes (three reservations, two clusters, a condition, two field managers); then
-// the same status written under one field manager name instead of the webhook's and the controller's, the same
-// bytes without a status schema, and a status of hard and used alone. `make bench-status-write` runs it.
+// the same with limits on both members and their group, the same written under one field manager name instead of
+// the webhook's and the controller's, the same bytes without a status schema, and a status of hard and used alone.
+// `make bench-status-write` runs it.
 func BenchmarkStatusWrite(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -83,22 +84,30 @@ func BenchmarkStatusWrite(b *testing.B) {
 	// The webhook and the controller write a quota's status under their own field manager names.
 	bothWriters := []string{"quota-webhook", "quota-controller"}
 	for k, shape := range []struct {
-		name   string
-		group  string
-		full   bool
-		owners []string
+		name          string
+		group         string
+		full          bool
+		clusterLimits bool
+		owners        []string
 	}{
-		{"quota status", quotav1alpha1.GroupVersion.Group, true, bothWriters},
-		{"quota status by one field manager", quotav1alpha1.GroupVersion.Group, true, []string{"karmada-quota"}},
-		{"quota status without a status schema", schemalessGroup, true, bothWriters},
-		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false, bothWriters},
+		{"quota status", quotav1alpha1.GroupVersion.Group, true, false, bothWriters},
+		{"quota status with cluster limits", quotav1alpha1.GroupVersion.Group, true, true, bothWriters},
+		{"quota status by one field manager", quotav1alpha1.GroupVersion.Group, true, false, []string{"karmada-quota"}},
+		{"quota status without a status schema", schemalessGroup, true, false, bothWriters},
+		{"quota status of hard and used alone", quotav1alpha1.GroupVersion.Group, false, false, bothWriters},
 	} {
 		quotas := make([]*unstructured.Unstructured, statusWriters)
 		for i := range quotas {
 			q := testenv.Quota(namespace(ctx, b, cp, "status", i), fmt.Sprintf("team-%d", k), utiltesting.List("cpu", "100", "memory", "100Gi"))
+			if shape.clusterLimits {
+				limitClusters(q)
+			}
 			u := toUnstructured(b, q, shape.group)
 			must(b, cp.Client.Create(ctx, u))
 			q.Status = spreadStatus(q.Spec.Hard, shape.full, now)
+			if shape.clusterLimits {
+				q.Status = clusterLimitedStatus(q.Status, now)
+			}
 			must(b, unstructured.SetNestedField(u.Object, toUnstructured(b, q, shape.group).Object["status"], "status"))
 			must(b, cp.Client.Status().Update(ctx, u, client.FieldOwner(shape.owners[len(shape.owners)-1])))
 			quotas[i] = u
@@ -112,7 +121,11 @@ func BenchmarkStatusWrite(b *testing.B) {
 				}
 				// What each write changes: one reservation settled and one added (full), or used (hard and used).
 				if shape.full {
-					q.Status.Reservations = append(q.Status.Reservations[1:], reservation(n, now))
+					r := reservation(n, now)
+					if shape.clusterLimits {
+						r.Clusters = reservedOnClusters
+					}
+					q.Status.Reservations = append(q.Status.Reservations[1:], r)
 				} else {
 					q.Status.Used = utiltesting.List("cpu", fmt.Sprint(n%100), "memory", "1Gi")
 				}
@@ -189,6 +202,37 @@ func spreadStatus(hard corev1.ResourceList, full bool, now metav1.Time) quotav1a
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Current",
 			Message: "status is current", LastTransitionTime: now}},
 	}
+}
+
+// limitClusters limits the quota on each of the two members and on their group, as the benchmark's
+// karmada-quota-cluster-limits configuration does (docs/performance.md).
+func limitClusters(q *quotav1alpha1.KarmadaQuota) {
+	half := utiltesting.List("cpu", "50", "memory", "50Gi")
+	q.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: half}, {Name: "member2", Hard: half}}
+	q.Spec.ClusterGroups = []quotav1alpha1.ClusterGroupLimit{{Name: "bench",
+		ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "bench"}}, Hard: q.Spec.Hard}}
+}
+
+// reservedOnClusters is a spread reservation's arrival on each member: one replica on each.
+var reservedOnClusters = []quotav1alpha1.ClusterReservation{
+	{Name: "member1", Reserved: utiltesting.List("cpu", "500m", "memory", "64Mi")},
+	{Name: "member2", Reserved: utiltesting.List("cpu", "500m", "memory", "64Mi")},
+}
+
+// clusterLimitedStatus is the spread status of a quota with limits on both members and their group: each
+// reservation split by cluster, each cluster's and the group's hard, used and reserved.
+func clusterLimitedStatus(status quotav1alpha1.KarmadaQuotaStatus, now metav1.Time) quotav1alpha1.KarmadaQuotaStatus {
+	for i := range status.Reservations {
+		status.Reservations[i].Clusters = reservedOnClusters
+	}
+	reserved := utiltesting.List("cpu", "1500m", "memory", "192Mi")
+	for i := range status.Clusters {
+		status.Clusters[i].Hard = utiltesting.List("cpu", "50", "memory", "50Gi")
+		status.Clusters[i].Reserved = reserved
+	}
+	status.ClusterGroups = []quotav1alpha1.ClusterGroupUsage{{Name: "bench", Clusters: []string{"member1", "member2"},
+		Hard: status.Hard, Used: status.Used, Reserved: utiltesting.List("cpu", "3", "memory", "384Mi")}}
+	return status
 }
 
 func reservation(n int, now metav1.Time) quotav1alpha1.Reservation {
