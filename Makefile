@@ -148,7 +148,7 @@ lint: ## Run go vet and check formatting.
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-chart test-monitoring test-images test-integration test-e2e test-bench ## Run every test: verify, lint, unit, chart, monitoring, images, integration, e2e, the benchmark harness at a tiny size.
+test: verify lint test-unit test-chart test-monitoring test-images test-containers test-integration test-e2e test-bench ## Run every test: verify, lint, unit, chart, monitoring, images, containers, integration, e2e, the benchmark harness at a tiny size.
 
 .PHONY: test-unit
 # Every package outside test/, the local kubelet (hack/localkarmada/kubelet) included. pkg/metrics parses every
@@ -176,6 +176,21 @@ test-monitoring: $(PROMTOOL) ## Check the chart's alerts with promtool: check an
 test-images: images ## Open every image archive: tag, config, labels, files, a static binary that answers --version.
 	IMAGES_DIR=$(BIN)/images IMAGE_NAMES="$(IMAGES)" IMAGE_REGISTRY=$(IMAGE_REGISTRY) VERSION=$(VERSION) \
 		REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go test $(GO_TEST_FLAGS) -count=1 ./test/images/...
+
+.PHONY: test-containers
+# Rootful podman with runc, storage in a temporary folder of the test's own (test/containers).
+test-containers: images envtest-assets container-runtime ## Run every image as a container under the charts' security context, mounts and args, against a real apiserver.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) IMAGES_DIR=$(BIN)/images go test $(GO_TEST_FLAGS) -count=1 ./test/containers/...
+
+# A real OCI runtime from Debian's packages when the machine has none: podman and runc (podman's default, crun,
+# refuses the hybrid cgroup layout of machines like CI's).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+.PHONY: container-runtime
+container-runtime:
+	@if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then \
+		echo "installing podman and runc from Debian's packages"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc; \
+	fi
 
 .PHONY: test-integration
 # One package at a time (-p 1): each starts its own etcd and kube-apiserver, and on a 2-core machine three control

@@ -50,7 +50,7 @@ func commandLine(c *corev1.Container, image v1.Config, env map[string]string) []
 	expandAll := func(in []string) []string {
 		out := make([]string, len(in))
 		for i, s := range in {
-			out[i] = expand(s, lookup)
+			out[i] = Expand(s, lookup)
 		}
 		return out
 	}
@@ -118,7 +118,7 @@ func (w *podWorker) mounts(c *corev1.Container, env map[string]string, attempt i
 		local := v.dir
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
-			sub = expand(m.SubPathExpr, mappingOf(env))
+			sub = Expand(m.SubPathExpr, mappingOf(env))
 		}
 		if sub != "" {
 			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {

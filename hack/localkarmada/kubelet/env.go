@@ -69,7 +69,7 @@ func resolveEnv(pod *corev1.Pod, c *corev1.Container, objects objectGetter, allo
 		value := e.Value
 		switch {
 		case value != "":
-			value = expand(value, lookup)
+			value = Expand(value, lookup)
 		case e.ValueFrom != nil:
 			var skip bool
 			var err error

@@ -2,11 +2,12 @@ package kubelet
 
 import "strings"
 
-// expand replaces $(VAR) references in input the way Kubernetes expands a container's command, args and env
+// Expand replaces $(VAR) references in input the way Kubernetes expands a container's command, args and env
 // values (k8s.io/kubernetes third_party/forked/golang/expansion, which cannot be imported): a reference to a
 // defined variable becomes its value, a reference to an undefined one is left as written, "$$" is an escaped "$"
-// (so "$$(VAR)" stays "$(VAR)"), and a "$" followed by anything else is kept.
-func expand(input string, lookup func(string) (string, bool)) string {
+// (so "$$(VAR)" stays "$(VAR)"), and a "$" followed by anything else is kept. Exported for test/containers, which
+// runs the chart's containers under a real runtime and expands their arguments as a kubelet does.
+func Expand(input string, lookup func(string) (string, bool)) string {
 	var out strings.Builder
 	checkpoint := 0
 	for cursor := 0; cursor < len(input); cursor++ {

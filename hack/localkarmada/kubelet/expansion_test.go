@@ -29,8 +29,8 @@ func TestExpand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, expand(tc.in, mappingOf(vars))); diff != "" {
-				t.Errorf("expand(%q) (-want +got):\n%s", tc.in, diff)
+			if diff := cmp.Diff(tc.want, Expand(tc.in, mappingOf(vars))); diff != "" {
+				t.Errorf("Expand(%q) (-want +got):\n%s", tc.in, diff)
 			}
 		})
 	}
@@ -38,7 +38,7 @@ func TestExpand(t *testing.T) {
 
 func TestMappingOfFirstMatchWins(t *testing.T) {
 	lookup := mappingOf(map[string]string{"A": "first"}, map[string]string{"A": "second", "B": "b"})
-	got := expand("$(A) $(B) $(C)", lookup)
+	got := Expand("$(A) $(B) $(C)", lookup)
 	if diff := cmp.Diff("first b $(C)", got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
