@@ -9,7 +9,7 @@
 //
 // Every process is recorded, with the command that started it, in a state file in the environment's folder, so
 // the environment can be stopped (by PID) from another program than the one that started it, and a process can be
-// killed and restarted by a test.
+// killed and restarted by a test. A process that exits by itself is restarted with back-off (supervise.go).
 //
 // What runs where, by folder:
 //
@@ -78,8 +78,11 @@ type Options struct {
 	Members int
 	// QuotaValues are Helm values karmada-quota's chart is installed with, besides the images.
 	QuotaValues map[string]any
-	// Tied processes die with the program that started them (tests); untied ones outlive it (`make up`).
+	// Tied processes die with the program that started them (tests), which supervises them itself; untied ones
+	// outlive it (`make up`), supervised by SupervisorCommand run in the background.
 	Tied bool
+	// SupervisorCommand restarts the untied processes that exit (SupervisorCommand(Dir)); required unless Tied.
+	SupervisorCommand []string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }
@@ -96,6 +99,9 @@ type Environment struct {
 	HostKubelet KubeletInfo `json:"hostKubelet"`
 	// Processes in start order; they are stopped in reverse.
 	Processes []*Process `json:"processes"`
+	// Supervisor restarts the processes that exit, when it runs in the background (`make up`); nil when the program
+	// that started the environment supervises it (tests).
+	Supervisor *Process `json:"supervisor,omitempty"`
 	// Health is each process's readiness endpoint, by process name; processes without one are checked by their
 	// effect (a member's KWOK by its nodes turning Ready).
 	Health map[string]string `json:"health"`
@@ -110,6 +116,10 @@ type Environment struct {
 	// mu guards Processes and Health while Up starts the members and Karmada's components side by side.
 	mu     sync.Mutex
 	saving sync.Mutex
+	// ops makes this program's goroutines take turns in update, as the lock file makes programs do.
+	ops sync.Mutex
+	// stopSupervising stops the supervisor goroutine of a tied environment.
+	stopSupervising func()
 }
 
 // KubeletInfo describes the host cluster's local-kubelet.
@@ -191,27 +201,40 @@ func (e *Environment) Process(name string) (*Process, error) {
 
 // Running reports whether every recorded process is alive and the karmada-apiserver answers ready.
 func (e *Environment) Running(ctx context.Context) bool {
-	for _, p := range e.Processes {
-		if !p.Alive() {
-			return false
+	alive := true
+	err := e.update(func() error {
+		for _, p := range e.Processes {
+			alive = alive && p.Alive()
 		}
+		return nil
+	})
+	if err != nil || !alive {
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return e.healthy(ctx, e.Karmada.URL+"/readyz") == nil
 }
 
-// Down stops every process in reverse start order and removes what the environment wrote, except its logs.
+// Down stops the supervisor, then every process in reverse start order, and removes what the environment wrote,
+// except its logs.
 func (e *Environment) Down() error {
-	var errs []error
-	for i := len(e.Processes) - 1; i >= 0; i-- {
-		if err := e.Processes[i].stop(10 * time.Second); err != nil {
-			errs = append(errs, err)
-		}
+	if err := e.stopSupervisor(); err != nil {
+		return fmt.Errorf("stopping the supervisor: %w", err)
 	}
-	if len(errs) > 0 {
+	var errs []error
+	err := e.update(func() error {
+		for i := len(e.Processes) - 1; i >= 0; i-- {
+			if err := e.Processes[i].stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return nil
+	})
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
 		// Keep the state file: it is the only record of what still runs.
-		return errors.Join(errs...)
+		return err
 	}
 	entries, err := os.ReadDir(e.Dir)
 	if err != nil {
@@ -225,31 +248,57 @@ func (e *Environment) Down() error {
 	return errors.Join(errs...)
 }
 
-// Kill stops a process at once, as a crash would.
+// Kill stops a process at once, as a crash would, and keeps it down until Start.
 func (e *Environment) Kill(name string) error {
-	p, err := e.Process(name)
-	if err != nil {
-		return err
-	}
-	return p.kill()
+	return e.update(func() error {
+		p, err := e.Process(name)
+		if err != nil {
+			return err
+		}
+		p.Held = true
+		return p.kill()
+	})
 }
 
 // Start starts a stopped process again with the command it first ran with and waits until it is ready.
 func (e *Environment) Start(ctx context.Context, name string) error {
-	p, err := e.Process(name)
+	// The run this call started, copied: the supervisor may record another run in the environment's records
+	// while the wait goes on.
+	var started Process
+	err := e.update(func() error {
+		p, err := e.Process(name)
+		if err != nil {
+			return err
+		}
+		if p.Alive() {
+			return fmt.Errorf("%s is already running (pid %d)", name, p.PID)
+		}
+		p.Held = false
+		if err := p.start(e.tied); err != nil {
+			return err
+		}
+		started = *p
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if p.Alive() {
-		return fmt.Errorf("%s is already running (pid %d)", name, p.PID)
-	}
-	if err := p.start(e.tied); err != nil {
+	return e.waitReady(ctx, &started)
+}
+
+// Restarts is how many times the supervisor restarted a process after it exited, and the last line it wrote
+// before the latest.
+func (e *Environment) Restarts(name string) (int, string, error) {
+	var restarts int
+	var lastExit string
+	err := e.update(func() error {
+		p, err := e.Process(name)
+		if err == nil {
+			restarts, lastExit = p.Restarts, p.LastExit
+		}
 		return err
-	}
-	if err := e.save(); err != nil {
-		return err
-	}
-	return e.waitReady(ctx, p)
+	})
+	return restarts, lastExit, err
 }
 
 // RESTConfig is a system:masters client configuration for the apiserver with the given kubeconfig.

@@ -17,33 +17,41 @@ import (
 // What a fault test does to the environment besides Kill and Start: stop a process the way a restart does, and take
 // a member cluster out of Karmada and back.
 
-// Stop stops a recorded process as an orderly restart does (a rolling update, `systemctl restart`): SIGTERM to its
-// process group, so it finishes what it is serving, then SIGKILL if it is still there after grace. Start brings it
-// back.
+// Stop stops a recorded process as an orderly stop does (a rolling update, `systemctl stop`): SIGTERM to its
+// process group, so it finishes what it is serving, then SIGKILL if it is still there after grace. It stays down
+// until Start brings it back.
 func (e *Environment) Stop(name string, grace time.Duration) error {
-	p, err := e.Process(name)
-	if err != nil {
-		return err
-	}
-	if !p.Alive() {
-		return fmt.Errorf("%s is not running", name)
-	}
-	return p.stop(grace)
+	return e.update(func() error {
+		p, err := e.Process(name)
+		if err != nil {
+			return err
+		}
+		if !p.Alive() {
+			return fmt.Errorf("%s is not running", name)
+		}
+		p.Held = true
+		return p.stop(grace)
+	})
 }
 
 // RestartWith stops a recorded process as Stop does and starts it again with its arguments as edit returns them,
 // which it keeps from then on (Start, Down), then waits until it is ready: a component reconfigured by an admin.
 func (e *Environment) RestartWith(ctx context.Context, name string, grace time.Duration, edit func(args []string) []string) error {
-	p, err := e.Process(name)
-	if err != nil {
-		return err
-	}
-	if p.Alive() {
+	err := e.update(func() error {
+		p, err := e.Process(name)
+		if err != nil {
+			return err
+		}
+		p.Held = true
 		if err := p.stop(grace); err != nil {
 			return err
 		}
+		p.Args = edit(slices.Clone(p.Args))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	p.Args = edit(slices.Clone(p.Args))
 	return e.Start(ctx, name)
 }
 

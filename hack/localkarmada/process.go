@@ -25,6 +25,13 @@ type Process struct {
 	PID int      `json:"pid"`
 	// StartTime is when the kernel started PID, in clock ticks since boot: with the PID, it names the process.
 	StartTime uint64 `json:"startTime"`
+	// Held is set while the process is stopped on purpose (Kill, Stop) until it is started again (Start): the
+	// supervisor leaves it down.
+	Held bool `json:"held,omitempty"`
+	// Restarts counts the supervisor's restarts of the process after it exited; LastExit is the last line it wrote
+	// before the latest.
+	Restarts int    `json:"restarts,omitempty"`
+	LastExit string `json:"lastExit,omitempty"`
 
 	// exited is closed when a process this program started has been reaped; nil for processes found in a state
 	// file, which the init process reaps.

@@ -14,9 +14,16 @@ import (
 // etcd and the apiservers in small.
 const listenerEnv = "LOCALKARMADA_TEST_LISTEN"
 
+// sleeperEnv makes this test binary, run again as a child, a process that writes a line and runs until killed.
+const sleeperEnv = "LOCALKARMADA_TEST_SLEEP"
+
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(listenerEnv); addr != "" {
 		serveUntilKilled(addr)
+	}
+	if name := os.Getenv(sleeperEnv); name != "" {
+		os.Stdout.WriteString(name + " is running\n")
+		select {}
 	}
 	os.Exit(m.Run())
 }

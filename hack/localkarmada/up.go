@@ -2,6 +2,7 @@ package localkarmada
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,6 +62,9 @@ func Up(ctx context.Context, opts Options) (*Environment, error) {
 	if opts.Members <= 0 {
 		opts.Members = 2
 	}
+	if !opts.Tied && len(opts.SupervisorCommand) == 0 {
+		return nil, errors.New("an untied environment needs a SupervisorCommand to restart what exits")
+	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -104,6 +108,14 @@ func Up(ctx context.Context, opts Options) (*Environment, error) {
 			err = fmt.Errorf("%w (and stopping what had started: %v)", err, downErr)
 		}
 		return nil, err
+	}
+	if opts.Tied {
+		env.superviseHere()
+	} else if err := env.superviseInBackground(opts.SupervisorCommand); err != nil {
+		if downErr := env.Down(); downErr != nil {
+			err = fmt.Errorf("%w (and stopping what had started: %v)", err, downErr)
+		}
+		return nil, fmt.Errorf("starting the supervisor: %w", err)
 	}
 	env.logf("ready in %s", time.Since(start).Round(100*time.Millisecond))
 	return env, nil

@@ -349,7 +349,7 @@ type faultRun struct {
 	// disruptsKarmada is set for the faults that take part of Karmada away (its apiserver, its etcd, a member),
 	// after which the members are compared with the placements for the record only (see finish).
 	disruptsKarmada bool
-	stopSupervisor  func()
+	stopNoting      func()
 	// healedAt is when the fault was healed: what it stopped runs again, what it removed is back.
 	healedAt time.Time
 
@@ -377,12 +377,12 @@ func startFault(name string, minDuration time.Duration, prepare func(ns string))
 	r.observer = observeScheduling(r.ns)
 	duration := max(minDuration, time.Duration(float64(faultOps)/faultRate*float64(time.Second)))
 	r.load = startLoad(r.ns, faultOps, faultWorkers, duration, faultMaxLive)
-	r.stopSupervisor = r.superviseKarmada()
+	r.stopNoting = r.noteRestarts()
 	DeferCleanup(func() {
 		r.load.halt()
 		r.sampler.finish()
 		r.observer.stop()
-		r.stopSupervisor()
+		r.stopNoting()
 	})
 	return r
 }
@@ -412,12 +412,18 @@ var karmadaDeployments = []string{
 	"karmada-kube-controller-manager",
 }
 
-// superviseKarmada plays the kubelet for Karmada's own components while the fault runs: it starts again, within a
-// second, any of them that exits. karmada-controller-manager and karmada-scheduler exit when they cannot renew
-// their leader lease for their renew deadline (10s), as while the karmada-apiserver is away; in a cluster their
-// kubelet restarts them, and the new process lists everything afresh. Each restart is noted, with the last line
-// the process wrote. It returns what stops it.
-func (r *faultRun) superviseKarmada() func() {
+// noteRestarts notes, while the fault runs, every restart of Karmada's own components by the environment's
+// supervisor, which restarts them as their kubelet would: karmada-controller-manager and karmada-scheduler exit
+// when they cannot renew their leader lease for their renew deadline (10s), as while the karmada-apiserver is away,
+// and the new process lists everything afresh. Each restart is noted with the last line the process wrote. It
+// returns what stops it.
+func (r *faultRun) noteRestarts() func() {
+	seen := map[string]int{}
+	for _, name := range karmadaDeployments {
+		restarts, _, err := env.Restarts(name)
+		Expect(err).NotTo(HaveOccurred())
+		seen[name] = restarts
+	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -429,20 +435,16 @@ func (r *faultRun) superviseKarmada() func() {
 			case <-time.After(time.Second):
 			}
 			for _, name := range karmadaDeployments {
-				p, err := env.Process(name)
-				if err != nil || p.Alive() {
+				restarts, lastExit, err := env.Restarts(name)
+				if err != nil || restarts == seen[name] {
 					continue
 				}
-				lines := strings.Split(env.LogTail(name, 2), "\n")
-				why := lines[len(lines)-1]
+				why := lastExit
 				if i := strings.Index(why, "] "); i >= 0 {
 					why = why[i+2:]
 				}
-				if err := env.Start(ctx, name); err != nil {
-					r.note("%s exited (%s) and could not be started again: %v", name, why, err)
-					continue
-				}
-				r.note("%s exited (%s); started again, as its kubelet would", name, why)
+				r.note("%s exited (%s); restarted by the environment (%d time(s)), as its kubelet would", name, why, restarts-seen[name])
+				seen[name] = restarts
 			}
 		}
 	}()
@@ -538,7 +540,7 @@ func (r *faultRun) finish() {
 	settle := time.Since(settleFrom)
 	r.sampler.finish()
 	r.observer.stop()
-	r.stopSupervisor()
+	r.stopNoting()
 	r.mu.Lock()
 	notes := slices.Clone(r.notes)
 	r.mu.Unlock()

@@ -2,8 +2,9 @@
 // karmada-quota installed (see hack/localkarmada), and walks through the quota's user stories on it
 // (hack/localkarmada/demo). `make up`, `make down` and `make demo` run it.
 //
-//	local-karmada up   --dir DIR --tool-path DIR:DIR:... --kwok-stages FILE [--members N]
-//	local-karmada down --dir DIR
+//	local-karmada up        --dir DIR --tool-path DIR:DIR:... --kwok-stages FILE [--members N]
+//	local-karmada down      --dir DIR
+//	local-karmada supervise --dir DIR   (what `up` leaves running: restarts the processes that exit)
 //	local-karmada demo --dir DIR --karmadactl PATH --plugin PATH
 package main
 
@@ -32,7 +33,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: local-karmada up|down|demo [flags]")
+		return errors.New("usage: local-karmada up|down|supervise|demo [flags]")
 	}
 	// The demo is a command of this binary, not one of its own: both link the same large dependency graph
 	// (hack/localkarmada), and `make demo` then runs the executable `make up` built instead of linking another,
@@ -58,9 +59,17 @@ func run(args []string) error {
 		if *toolPath == "" || *stages == "" {
 			return errors.New("--tool-path and --kwok-stages are required (`make up` sets them)")
 		}
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return err
+		}
+		supervisor, err := localkarmada.SupervisorCommand(abs)
+		if err != nil {
+			return err
+		}
 		env, err := localkarmada.Up(ctx, localkarmada.Options{
-			Dir: *dir, ToolPath: filepath.SplitList(*toolPath), KWOKStages: *stages, Members: *members,
-			Progress: os.Stdout,
+			Dir: abs, ToolPath: filepath.SplitList(*toolPath), KWOKStages: *stages, Members: *members,
+			SupervisorCommand: supervisor, Progress: os.Stdout,
 		})
 		if err != nil {
 			return err
@@ -81,8 +90,18 @@ func run(args []string) error {
 		}
 		fmt.Printf("stopped %d processes; logs kept in %s\n", len(env.Processes), filepath.Join(env.Dir, "logs"))
 		return nil
+	case "supervise":
+		env, err := localkarmada.Load(*dir)
+		if err != nil {
+			return err
+		}
+		// Until `make down` stops it (SIGTERM), which it does before stopping anything else.
+		if err := env.Supervise(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
 	default:
-		return fmt.Errorf("unknown command %q: use up, down or demo", args[0])
+		return fmt.Errorf("unknown command %q: use up, down, supervise or demo", args[0])
 	}
 }
 
@@ -107,6 +126,7 @@ try
   %s get kq -A
   make demo       # the quota walkthrough on this environment
   make down       # stop everything make up started
+(a process that exits is restarted, with back-off; logs/supervisor.log and each process's log say when)
 `, len(env.Members), len(env.Processes), env.Karmada.Kubeconfig, strings.Join(members, "\n"),
 		env.Host.Kubeconfig, env.HostKubelet.Node, filepath.Join(env.Dir, "logs"), karmadactl, karmadactl)
 }
