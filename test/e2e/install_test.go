@@ -163,6 +163,8 @@ var _ = Describe("karmada-quota installed with its Helm chart", Ordered, Serial,
 		newTag := tag + "-upgrade"
 		retagImages(registry, tag, newTag)
 
+		// Sampled throughout the rollout: two versions of the webhook and the controller decide side by side.
+		sampler := sampleAdmissions(ns, "writes")
 		writer := startWriter(ns, 10, 4)
 		time.Sleep(2 * time.Second)
 		values, err := env.QuotaValues(map[string]any{
@@ -180,6 +182,7 @@ var _ = Describe("karmada-quota installed with its Helm chart", Ordered, Serial,
 		Expect(stats.Failed).To(BeZero(), "writes failing for another reason than the quota: %v", stats.Failures)
 		Expect(stats.Admitted).To(BeNumerically(">", 0))
 		Expect(stats.Refused).To(BeNumerically(">", 0), "the writer asks for more than the quota holds")
+		sampler.expectNeverAboveHard()
 
 		By("every replica runs the new version")
 		for _, name := range []string{localkarmada.QuotaWebhookDeployment, localkarmada.QuotaControllerDeployment} {

@@ -227,6 +227,9 @@ var _ = Describe("The operator", Ordered, Serial, func() {
 		retagImages(registry, tag, newTag)
 		ns := newNamespace("operator-upgrade")
 		createQuota(ns, "writes", list("cpu", "1"))
+		before := expectSettled(ns, "writes")
+		// Sampled throughout the rollout: two versions of the webhook and the controller decide side by side.
+		sampler := sampleAdmissions(ns, "writes")
 		writer := startWriter(ns, 10, 4)
 		time.Sleep(2 * time.Second)
 		start := time.Now()
@@ -238,9 +241,16 @@ var _ = Describe("The operator", Ordered, Serial, func() {
 		fmt.Fprintf(GinkgoWriter, "operator upgrade to %s took %s; the writer saw %s\n", newTag, took.Round(100*time.Millisecond), stats)
 		Expect(stats.Failed).To(BeZero(), "writes failing for another reason than the quota: %v", stats.Failures)
 		Expect(stats.Admitted).To(BeNumerically(">", 0))
+		Expect(stats.Refused).To(BeNumerically(">", 0), "the writer asks for more than the quota holds")
+		sampler.expectNeverAboveHard()
 		for _, c := range inst.Status.Components {
 			Expect(c.Image).To(HaveSuffix(":"+newTag), c.Name)
 		}
+
+		By("the quota and its status are kept, and the accounting stays exact")
+		after := expectSettled(ns, "writes")
+		Expect(after.Hard).To(Equal(before.Hard))
+		Expect(canonical(after.Used)["requests.cpu"]).To(BeNumerically("<=", cpu(1)))
 	})
 
 	It("uninstalls when deleted: the webhook configuration first, the CRD and the quotas kept", func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ import (
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
+	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
 // admissionSampler reads the quota and the bindings until stopped, recording the worst moment seen: what the
@@ -121,6 +123,20 @@ func (s *admissionSampler) worst() (admitted, placed, hard resources.List) {
 	return s.admitted.Clone(), s.placed.Clone(), s.hard.Clone()
 }
 
+// expectNeverAboveHard stops the sampler and checks what it saw throughout: it read the quota, and neither
+// used + reserved nor what the bindings placed ever exceeded hard.
+func (s *admissionSampler) expectNeverAboveHard() {
+	GinkgoHelper()
+	s.finish()
+	Expect(s.samples.Load()).To(BeNumerically(">", 10), "the sampler read the quota and the bindings")
+	admitted, placed, hard := s.worst()
+	Expect(hard).NotTo(BeEmpty(), "the sampler read the quota's hard")
+	for name, h := range hard {
+		Expect(admitted[name]).To(BeNumerically("<=", h), "used + reserved of %s exceeded hard", name)
+		Expect(placed[name]).To(BeNumerically("<=", h), "the bindings placed more %s than hard", name)
+	}
+}
+
 func (s *admissionSampler) finish() {
 	s.finishing.Do(func() { close(s.stop) })
 	<-s.done
@@ -138,7 +154,24 @@ type schedulingObserver struct {
 	// failures counts the other outcomes by reason, with the first messages seen.
 	failures        map[string]int
 	failureMessages []string
+	// webhookFailures are the failed placements whose write no webhook could decide (the karmada-apiserver
+	// failed calling one, failurePolicy Fail), with when the observer saw them and the message.
+	webhookFailures []observedFailure
 	stop            context.CancelFunc
+}
+
+type observedFailure struct {
+	at      time.Time
+	message string
+}
+
+// webhookUndecided reports whether a failed placement's message says no decision was had on the binding write:
+// the karmada-apiserver failed calling a webhook (failurePolicy Fail), or karmada-quota's binding webhook answered
+// an error instead of a decision (it fails closed when it cannot read or write the quota). Its refusals,
+// QuotaExceeded, are counted apart.
+func webhookUndecided(message string) bool {
+	return strings.Contains(message, "failed calling webhook") ||
+		strings.Contains(message, fmt.Sprintf("admission webhook %q", webhookconfig.BindingWebhook))
 }
 
 var silenceControllerRuntime sync.Once
@@ -194,10 +227,20 @@ func (o *schedulingObserver) observe(obj any) {
 	default:
 		o.failed++
 		o.failures[cond.Reason]++
+		if webhookUndecided(cond.Message) {
+			o.webhookFailures = append(o.webhookFailures, observedFailure{at: time.Now(), message: rb.Name + ": " + cond.Message})
+		}
 		if len(o.failureMessages) < 5 {
 			o.failureMessages = append(o.failureMessages, rb.Name+": "+cond.Reason+": "+cond.Message)
 		}
 	}
+}
+
+// undecided returns the placements that failed for want of a webhook's decision, so far.
+func (o *schedulingObserver) undecided() []observedFailure {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.webhookFailures)
 }
 
 // counts returns the outcomes counted so far.
