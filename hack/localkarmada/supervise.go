@@ -114,13 +114,18 @@ func (e *Environment) reload() ([]byte, error) {
 	return raw, nil
 }
 
-// Supervise restarts exited processes until ctx ends (see above). It returns ctx's error, or the first error of
-// reading or writing the environment's records.
+// Supervise restarts exited processes until ctx ends or the environment is gone (see above). It returns ctx's
+// error, or the first error of reading or writing the environment's records.
 func (e *Environment) Supervise(ctx context.Context) error {
 	backoff := map[string]*restartBackoff{}
 	tick := time.NewTicker(supervisePeriod)
 	defer tick.Stop()
 	for {
+		// Without its state file the environment is gone (Down removed it): nothing is left to restart, and
+		// restarting from stale records would bring back what Down stopped.
+		if _, err := os.Stat(filepath.Join(e.Dir, stateFile)); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		err := e.update(func() error {
 			now := time.Now()
 			for _, p := range e.Processes {
