@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada/kubelet"
 )
 
 // The environment restarts what exits, as a kubelet restarts a container and systemd a service: in production
@@ -22,8 +23,9 @@ import (
 // outage of a minute left every later workload unscheduled until someone started them by hand.
 //
 // Every recorded process is supervised, except one stopped on purpose (Kill, Stop) until it is started again
-// (Start): a test's outage lasts as long as the test wants. Restarts back off as a kubelet's do: the first at
-// once, then after 1 s, doubling to 30 s, and from scratch once a process has run for a minute.
+// (Start): a test's outage lasts as long as the test wants. Restarts back off as a kubelet's do (its
+// kubelet.CrashBackoff): the first at once, then after 1 s, doubling to 30 s, and from scratch once a process has
+// run for a minute.
 //
 // The supervisor is a goroutine of the program that started the environment when processes are tied to it (tests),
 // and otherwise a process of its own (`local-karmada supervise`, started by `make up`, stopped first by `make
@@ -35,11 +37,13 @@ const (
 	lockFile = "state.lock"
 	// supervisePeriod is how often the supervisor looks for exited processes.
 	supervisePeriod = 500 * time.Millisecond
-	// restartBackoffMax caps the delay between restarts of a process that keeps exiting.
-	restartBackoffMax = 30 * time.Second
-	// restartBackoffReset is how long a process must run for its next exit to be restarted at once again.
-	restartBackoffReset = time.Minute
 )
+
+// restartBackoff is the kubelet's crash-loop back-off with shorter limits: a local environment's process that
+// exits is wanted back in seconds, not minutes.
+func restartBackoff() kubelet.CrashBackoff {
+	return kubelet.CrashBackoff{Initial: time.Second, Max: 30 * time.Second, ResetAfter: time.Minute}
+}
 
 // update runs fn on the processes as the state file records them now, holding the environment's lock, and saves
 // them after, even when fn fails (it may have stopped or started some).
@@ -117,7 +121,12 @@ func (e *Environment) reload() ([]byte, error) {
 // Supervise restarts exited processes until ctx ends or the environment is gone (see above). It returns ctx's
 // error, or the first error of reading or writing the environment's records.
 func (e *Environment) Supervise(ctx context.Context) error {
-	backoff := map[string]*restartBackoff{}
+	type supervised struct {
+		backoff kubelet.CrashBackoff
+		// exited is when the supervisor first saw the process gone; zero while it runs.
+		exited time.Time
+	}
+	seen := map[string]*supervised{}
 	tick := time.NewTicker(supervisePeriod)
 	defer tick.Stop()
 	for {
@@ -129,20 +138,24 @@ func (e *Environment) Supervise(ctx context.Context) error {
 		err := e.update(func() error {
 			now := time.Now()
 			for _, p := range e.Processes {
-				b := backoff[p.Name]
-				if b == nil {
-					b = &restartBackoff{started: now}
-					backoff[p.Name] = b
+				s := seen[p.Name]
+				if s == nil {
+					s = &supervised{backoff: restartBackoff()}
+					seen[p.Name] = s
 				}
 				if p.Held || p.Alive() {
-					b.due = time.Time{}
+					s.exited = time.Time{}
 					continue
 				}
-				if !b.dueAt(now) {
+				if s.exited.IsZero() {
+					s.exited = now
+				}
+				if s.backoff.Wait(s.exited, now) > 0 {
 					continue
 				}
 				e.restart(p)
-				b.restarted(now)
+				s.backoff.Restart(s.exited, now)
+				s.exited = time.Time{}
 			}
 			return nil
 		})
@@ -177,33 +190,6 @@ func (e *Environment) restart(p *Process) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
-}
-
-// restartBackoff is one process's crash-loop back-off.
-type restartBackoff struct {
-	// started is when the process was last started (or first seen running).
-	started time.Time
-	// delay is the wait before the next restart; zero restarts at once.
-	delay time.Duration
-	// due is when the exited process is restarted; zero while it runs.
-	due time.Time
-}
-
-// dueAt reports whether an exited process is to be restarted now, scheduling its restart when its exit is new.
-func (b *restartBackoff) dueAt(now time.Time) bool {
-	if b.due.IsZero() {
-		if now.Sub(b.started) >= restartBackoffReset {
-			b.delay = 0
-		}
-		b.due = now.Add(b.delay)
-	}
-	return !now.Before(b.due)
-}
-
-// restarted records a restart and lengthens the next wait.
-func (b *restartBackoff) restarted(now time.Time) {
-	b.started, b.due = now, time.Time{}
-	b.delay = min(max(2*b.delay, time.Second), restartBackoffMax)
 }
 
 // superviseInBackground starts the supervisor for an environment whose processes outlive the program that started
@@ -252,9 +238,6 @@ func (e *Environment) stopSupervisor() error {
 func SupervisorCommand(dir string) ([]string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
-	}
-	if _, err := exec.LookPath(self); err != nil {
 		return nil, err
 	}
 	return []string{self, "supervise", "--dir", dir}, nil

@@ -159,17 +159,16 @@ func TestDownStopsTheSupervisorFirst(t *testing.T) {
 // Restarts back off as a kubelet's do: at once, then 1 s doubling to 30 s, and at once again after a minute of
 // running.
 func TestRestartBackoff(t *testing.T) {
-	start := time.Unix(1_700_000_000, 0)
-	b := &restartBackoff{started: start}
-	now := start.Add(5 * time.Second)
+	b := restartBackoff()
+	now := time.Unix(1_700_000_000, 0)
 	var waits []time.Duration
 	for range 8 {
 		exited := now
-		for !b.dueAt(now) {
+		for b.Wait(exited, now) > 0 {
 			now = now.Add(100 * time.Millisecond)
 		}
 		waits = append(waits, now.Sub(exited))
-		b.restarted(now)
+		b.Restart(exited, now)
 		now = now.Add(2 * time.Second) // runs 2 s, then exits again
 	}
 	want := []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
@@ -178,8 +177,8 @@ func TestRestartBackoff(t *testing.T) {
 			t.Fatalf("waits %v, want %v", waits, want)
 		}
 	}
-	now = now.Add(restartBackoffReset)
-	if !b.dueAt(now) {
+	exited := now.Add(time.Minute + time.Second)
+	if b.Wait(exited, exited) != 0 {
 		t.Fatal("a process that ran for a minute is not restarted at once")
 	}
 }

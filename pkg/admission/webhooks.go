@@ -23,6 +23,7 @@ import (
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/estimator"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
@@ -48,17 +49,10 @@ type Options struct {
 	EstimatorAddress string
 	// EstimatorTLS, when set, makes the estimator serve TLS; nil serves plain gRPC.
 	EstimatorTLS *tls.Config
-	// MemberEstimators, when their Prefix is set, are the members' own karmada-scheduler-estimators, which the
+	// MemberEstimators, when their Prefix is set, find the members' own karmada-scheduler-estimators, which the
 	// estimator asks too (estimator.Upstream).
-	MemberEstimators MemberEstimators
+	MemberEstimators discovery.Lookup
 	Clock            clock.PassiveClock
-}
-
-// MemberEstimators say where karmada-scheduler-estimator serves each member: karmada-scheduler's
-// --scheduler-estimator-service-namespace, -prefix and -port as set for it.
-type MemberEstimators struct {
-	Namespace, Prefix string
-	Port              int
 }
 
 // ParseExemptKinds reads kinds written Kind.group (Certificate.cert-manager.io; Kind alone for the core group).
@@ -138,7 +132,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		server := &estimator.Server{Address: opts.EstimatorAddress, TLS: opts.EstimatorTLS,
 			Estimator: estimator.New(quotas.LedgersWith(admitter.clusterLabels))}
 		if m := opts.MemberEstimators; m.Prefix != "" {
-			server.Upstream = estimator.NewUpstream(mgr.GetAPIReader(), m.Namespace, m.Prefix, m.Port)
+			server.Upstream = estimator.NewUpstream(mgr.GetAPIReader(), m)
 		}
 		if err := mgr.Add(server); err != nil {
 			return err

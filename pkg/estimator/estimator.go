@@ -28,6 +28,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
 // Ledgers reads a namespace's quotas, parsed, with their member clusters' labels known (quota.Ledger's
@@ -63,7 +64,10 @@ func (e *Estimator) MaxReplicas(ctx context.Context, cluster, namespace, priorit
 	if err != nil {
 		return 0, err
 	}
-	perReplica := replicaCharge(requests, 1)
+	perReplica, err := usage.ReplicasCharge(requests, 1)
+	if err != nil {
+		return 0, err
+	}
 	fit := int64(unlimited)
 	for _, l := range ledgers {
 		if !l.Selector.Matches(priorityClass) {
@@ -89,27 +93,21 @@ func (e *Estimator) MaxSets(ctx context.Context, cluster, namespace string, comp
 	if err != nil {
 		return 0, err
 	}
+	charges := make([]resources.List, len(components))
+	for i, c := range components {
+		if charges[i], err = usage.ReplicasCharge(c.Requests, c.Replicas); err != nil {
+			return 0, err
+		}
+	}
 	fit := int64(unlimited)
 	for _, l := range ledgers {
 		perSet := resources.List{}
-		for _, c := range components {
+		for i, c := range components {
 			if l.Selector.Matches(c.PriorityClass) {
-				perSet.Add(replicaCharge(c.Requests, c.Replicas))
+				perSet.Add(charges[i])
 			}
 		}
 		fit = min(fit, quota.ReplicasThatFit(l.RoomOn(cluster), perSet))
 	}
 	return int32(fit), nil
-}
-
-// replicaCharge is what replicas replicas requesting requests charge: their pods and requests, under the names
-// quotas limit them by (requests.cpu for cpu).
-func replicaCharge(requests corev1.ResourceList, replicas int64) resources.List {
-	out := make(resources.List, len(requests)+1)
-	out[corev1.ResourcePods] = replicas
-	for name, q := range requests {
-		canonical := resources.RequestName(name)
-		out[canonical] = resources.Mul(resources.Value(canonical, q), replicas)
-	}
-	return out
 }

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 )
 
 // Upstream is the estimator each member cluster already has, karmada-scheduler-estimator, reached as
@@ -22,20 +24,18 @@ import (
 type Upstream struct {
 	// services reads the karmada-apiserver's Services, where an ExternalName Service may say where a member's
 	// estimator is.
-	services  client.Reader
-	namespace string
-	prefix    string
-	port      int
+	services client.Reader
+	lookup   discovery.Lookup
 
 	mu sync.Mutex
 	// conns are the connections by cluster; one that fails is dropped, and the next call resolves again.
 	conns map[string]*grpc.ClientConn
 }
 
-// NewUpstream returns the member estimators under karmada-scheduler's --scheduler-estimator-service-namespace,
-// -prefix and -port as they are set for karmada-scheduler-estimator.
-func NewUpstream(services client.Reader, namespace, prefix string, port int) *Upstream {
-	return &Upstream{services: services, namespace: namespace, prefix: prefix, port: port, conns: map[string]*grpc.ClientConn{}}
+// NewUpstream returns the member estimators found as karmada-scheduler finds karmada-scheduler-estimator (its
+// --scheduler-estimator-service-namespace, -prefix and -port as they are set for it).
+func NewUpstream(services client.Reader, lookup discovery.Lookup) *Upstream {
+	return &Upstream{services: services, lookup: lookup, conns: map[string]*grpc.ClientConn{}}
 }
 
 // unauthentic is karmada-scheduler-estimator's "no answer" (Karmada's UnauthenticReplica).
@@ -61,18 +61,28 @@ func (u *Upstream) ask(ctx context.Context, cluster, method string, request []by
 
 func (u *Upstream) conn(ctx context.Context, cluster string) (*grpc.ClientConn, error) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	if c, ok := u.conns[cluster]; ok {
+	c, ok := u.conns[cluster]
+	u.mu.Unlock()
+	if ok {
 		return c, nil
 	}
+	// Resolved without the lock: karmada-scheduler asks about every cluster at once, and one slow Service read must
+	// not hold up the calls to the others' estimators.
 	address, err := u.resolve(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
 	// Plain gRPC, as karmada-scheduler dials karmada-scheduler-estimator unless given certificates.
-	c, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err = grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, fmt.Errorf("the estimator of cluster %s at %s: %w", cluster, address, err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if first, ok := u.conns[cluster]; ok {
+		// Another call resolved it meanwhile: one connection per cluster.
+		_ = c.Close()
+		return first, nil
 	}
 	u.conns[cluster] = c
 	return c, nil
@@ -92,27 +102,27 @@ func (u *Upstream) drop(cluster string, c *grpc.ClientConn) {
 // the Service port numbered port, its port; without such a Service, the Service of that name in the host cluster,
 // by its DNS name.
 func (u *Upstream) resolve(ctx context.Context, cluster string) (string, error) {
-	name := u.prefix + "-" + cluster
+	ns, name, port := u.lookup.Namespace, u.lookup.ServiceName(cluster), u.lookup.Port
 	var svc corev1.Service
-	err := u.services.Get(ctx, client.ObjectKey{Namespace: u.namespace, Name: name}, &svc)
+	err := u.services.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &svc)
 	if apierrors.IsNotFound(err) {
-		return net.JoinHostPort(name+"."+u.namespace+".svc", strconv.Itoa(u.port)), nil
+		return net.JoinHostPort(name+"."+ns+".svc", strconv.Itoa(int(port))), nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading Service %s/%s: %w", u.namespace, name, err)
+		return "", fmt.Errorf("reading Service %s/%s: %w", ns, name, err)
 	}
 	if svc.Spec.Type != corev1.ServiceTypeExternalName {
-		return "", fmt.Errorf("Service %s/%s in the karmada-apiserver is of type %s; karmada-scheduler reads only ExternalName ones", u.namespace, name, svc.Spec.Type)
+		return "", fmt.Errorf("Service %s/%s in the karmada-apiserver is of type %s; karmada-scheduler reads only ExternalName ones", ns, name, svc.Spec.Type)
 	}
 	for _, p := range svc.Spec.Ports {
-		if int(p.Port) == u.port {
+		if p.Port == port {
 			if p.TargetPort.IntValue() == 0 {
-				return "", fmt.Errorf("Service %s/%s: port %d has no numbered target port", u.namespace, name, u.port)
+				return "", fmt.Errorf("Service %s/%s: port %d has no numbered target port", ns, name, port)
 			}
 			return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(p.TargetPort.IntValue())), nil
 		}
 	}
-	return "", fmt.Errorf("Service %s/%s has no port %d", u.namespace, name, u.port)
+	return "", fmt.Errorf("Service %s/%s has no port %d", ns, name, port)
 }
 
 // Close closes every connection.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 )
 
@@ -33,7 +34,7 @@ func TestResolve(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "karmada-system", Name: "karmada-scheduler-estimator-member3"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}},
 	).Build()
-	u := NewUpstream(services, "karmada-system", "karmada-scheduler-estimator", 10352)
+	u := NewUpstream(services, discovery.Lookup{Namespace: "karmada-system", Prefix: "karmada-scheduler-estimator", Port: 10352})
 	cases := map[string]struct {
 		cluster, want, wantErr string
 	}{
@@ -102,7 +103,7 @@ func TestUpstream(t *testing.T) {
 		// member3's estimator is not running.
 		externalName("karmada-scheduler-estimator-member3", "127.0.0.1", 10352, 1),
 	).Build()
-	upstream := NewUpstream(services, "karmada-system", "karmada-scheduler-estimator", 10352)
+	upstream := NewUpstream(services, discovery.Lookup{Namespace: "karmada-system", Prefix: "karmada-scheduler-estimator", Port: 10352})
 	t.Cleanup(upstream.Close)
 
 	conn := dial(t, &Server{Estimator: New(ledgersOf(quotas())), Upstream: upstream})

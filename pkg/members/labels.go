@@ -36,8 +36,10 @@ func TrimCluster(obj any) (any, error) {
 func Labels(reader client.Reader) quota.ClusterLabels {
 	return func(name string) (labels.Set, bool) {
 		var c clusterv1alpha1.Cluster
-		// The cache answers from memory; no request leaves the process.
-		if err := reader.Get(context.Background(), client.ObjectKey{Name: name}, &c); err != nil {
+		// The cache answers from memory; no request leaves the process. Not deep-copied: admission and the
+		// scheduler estimator look a cluster up per group per decision, and the labels are only matched, never
+		// changed.
+		if err := reader.Get(context.Background(), client.ObjectKey{Name: name}, &c, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, false
 		}
 		return labels.Set(c.Labels), true

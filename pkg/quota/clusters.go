@@ -436,7 +436,7 @@ func (m *memberLimits) bestRoom() resources.List {
 	}
 	for cluster, hard := range m.clusters {
 		for name, h := range hard {
-			consider(name, resources.Sub(resources.Sub(h, m.used[cluster][name]), m.reserved[cluster][name]))
+			consider(name, m.clusterRoom(cluster, name, h))
 		}
 	}
 	known := m.known(nil)
@@ -469,7 +469,7 @@ func (m *memberLimits) roomOn(cluster string, room resources.List) {
 		}
 	}
 	for name, h := range m.clusters[cluster] {
-		least(name, resources.Sub(resources.Sub(h, m.used[cluster][name]), m.reserved[cluster][name]))
+		least(name, m.clusterRoom(cluster, name, h))
 	}
 	if len(m.groups) == 0 || m.labelsOf == nil {
 		return
@@ -490,6 +490,11 @@ func (m *memberLimits) roomOn(cluster string, room resources.List) {
 			least(name, room)
 		}
 	}
+}
+
+// clusterRoom is what cluster's own limit h on name can still take: h less what is used and reserved there.
+func (m *memberLimits) clusterRoom(cluster string, name corev1.ResourceName, h int64) int64 {
+	return resources.Sub(resources.Sub(h, m.used[cluster][name]), m.reserved[cluster][name])
 }
 
 // groupRoom is, for each resource g limits, what it can still take: its hard less what is used and reserved on the

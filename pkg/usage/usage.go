@@ -486,6 +486,19 @@ func (p Placed) addTo(l resources.List) {
 	}
 }
 
+// ReplicasCharge is what replicas replicas requesting requests are charged, as a binding's placed replicas are:
+// their pods, and their requests under the names quotas limit them by (requests.cpu for cpu). What a template makes
+// them hold besides is not in it. The scheduler estimator (pkg/estimator) charges a replica it is asked about so.
+func ReplicasCharge(requests corev1.ResourceList, replicas int64) (resources.List, error) {
+	per, err := perReplica(requests, field.NewPath("resourceRequest"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(resources.List, len(per)+1)
+	Placed{Replicas: replicas, PerReplica: per}.addTo(out)
+	return out, nil
+}
+
 func perReplica(requests corev1.ResourceList, path *field.Path) (resources.List, error) {
 	if len(requests) == 0 {
 		return nil, nil

@@ -744,3 +744,33 @@ func TestOfBoundsReplicaSets(t *testing.T) {
 		t.Errorf("Of(at the bound) = %d sets, %v; want %d", len(u.Placed), err, MaxPlacedSets)
 	}
 }
+
+// TestReplicasCharge: replicas asked about are charged as placed ones are, so the estimator's room and admission
+// agree; a negative request is refused as a binding's is.
+func TestReplicasCharge(t *testing.T) {
+	got, err := ReplicasCharge(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), "nvidia.com/gpu": resource.MustParse("1")}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resources.List{pods: 3, requestsCPU: 1500, requestsGPU: 3}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReplicasCharge (-want +got):\n%s", diff)
+	}
+	rb := utiltesting.MakeBinding("ns", "web").Replicas(3).Requests(utiltesting.List("cpu", "500m", "nvidia.com/gpu", "1")).Cluster("member1", 3).Obj()
+	u, err := Of(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := NewSelector(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := u.Charge(all).Total
+	delete(placed, deployments)
+	if diff := cmp.Diff(placed, got); diff != "" {
+		t.Errorf("3 replicas asked about against 3 placed (-placed +asked):\n%s", diff)
+	}
+	if _, err := ReplicasCharge(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}, 1); err == nil {
+		t.Error("a negative request was charged")
+	}
+}

@@ -38,7 +38,6 @@ import (
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/install"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
-	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
 const (
@@ -73,7 +72,14 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 		pm.load(t, filepath.Join(imagesDir, name+".tar"))
 	}
 
-	env, cfg, c, err := framework.Start()
+	env, err := testenv.NewEnvironment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pods are admitted as a cluster admits them: envtest turns the ServiceAccount admission plugin off (its test
+	// namespaces have no default ServiceAccount), and it is what gives a pod its service account token volume.
+	env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
+	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +88,11 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	n := newNode(t, cfg)
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(ctx, t, cfg)
 	admin, err := env.AddUser(envtest.User{Name: "karmada-admin", Groups: []string{"system:masters"}}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -109,14 +119,13 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 	jobs := objectsOf[batchv1.Job](t, in.Hooks, "Job")
 
 	// start runs the one container of a pod template of namespace, named after its workload.
-	start := func(t *testing.T, namespace, workload string, template *corev1.PodTemplateSpec, image string) (*container, *corev1.PodSpec) {
+	start := func(t *testing.T, namespace, workload string, template *corev1.PodTemplateSpec, image string) (*container, *corev1.Pod) {
 		t.Helper()
-		pod := template.Spec.DeepCopy()
-		n.admit(ctx, t, namespace, pod)
-		if len(pod.Containers) != 1 {
-			t.Fatalf("%s has %d containers; this test runs one", workload, len(pod.Containers))
+		pod := n.admit(ctx, t, namespace, workload+"-0", template)
+		if len(pod.Spec.Containers) != 1 {
+			t.Fatalf("%s has %d containers; this test runs one", workload, len(pod.Spec.Containers))
 		}
-		ctr := &pod.Containers[0]
+		ctr := &pod.Spec.Containers[0]
 		if ctr.Image != image {
 			t.Fatalf("%s runs image %s, want %s (the archive make images wrote)", workload, ctr.Image, image)
 		}
@@ -125,16 +134,16 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 				t.Fatalf("port %d, which %s declares, is taken on this machine: the container runs on the host's network", p.ContainerPort, workload)
 			}
 		}
-		args := n.runArgs(ctx, t, namespace, workload+"-0", pod, ctr, imageUser(ctx, t, pm, image))
+		args := n.runArgs(t, pod, ctr, imageUser(ctx, t, pm, image))
 		return pm.run(t, workload, args), pod
 	}
 	run := func(t *testing.T, d *appsv1.Deployment, image string) *container {
 		t.Helper()
 		running, pod := start(t, d.Namespace, d.Name, &d.Spec.Template, image)
-		ctr := &pod.Containers[0]
+		ctr := &pod.Spec.Containers[0]
 		probe(ctx, t, running, ctr, ctr.ReadinessProbe, "readiness")
 		probe(ctx, t, running, ctr, ctr.LivenessProbe, "liveness")
-		checkProcess(t, running.pid(ctx, t), pod, ctr)
+		checkProcess(t, running.pid(ctx, t), &pod.Spec, ctr)
 		return running
 	}
 	stop := func(t *testing.T, d *appsv1.Deployment, ctr *container) {

@@ -7,10 +7,8 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,19 +25,18 @@ import (
 	"github.com/karmada-quota/karmada-quota/hack/localkarmada/kubelet"
 )
 
-// node does for a pod what the apiserver's admission and a kubelet do before a container runtime runs it: the
-// service account's token volume (the ServiceAccount admission plugin), the Secret and ConfigMap files with their
-// modes, the environment, and the security context, turned into `podman run` flags. Host networking on loopback
+// node plays the node a pod lands on. The apiserver admits the pod (its ServiceAccount admission adds the token
+// volume), local-kubelet's Preparer builds the environment, the volumes' files and the runAsNonRoot check as the
+// local environment's kubelet does, and this turns the rest into `podman run` flags. Host networking on loopback
 // stands in for the pod network: the apiserver of the test is at 127.0.0.1.
 type node struct {
-	kube kubernetes.Interface
-	// apiserver is the host apiserver as pods reach it (KUBERNETES_SERVICE_HOST and _PORT).
-	apiserver *url.URL
+	kube    kubernetes.Interface
+	prepare *kubelet.Preparer
 	// dir holds the pods' volumes.
 	dir string
 }
 
-func newNode(t *testing.T, cfg *rest.Config) *node {
+func newNode(ctx context.Context, t *testing.T, cfg *rest.Config) *node {
 	t.Helper()
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -49,60 +46,54 @@ func newNode(t *testing.T, cfg *rest.Config) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{kube: kube, apiserver: u, dir: t.TempDir()}
-}
-
-// apiAccessVolume is the volume the ServiceAccount admission plugin adds to a pod that mounts its token.
-const apiAccessVolume = "kube-api-access"
-
-// admit adds the service account token volume and its mount, as the ServiceAccount admission plugin does when
-// neither the pod nor its ServiceAccount opts out.
-func (n *node) admit(ctx context.Context, t *testing.T, namespace string, pod *corev1.PodSpec) {
-	t.Helper()
-	sa, err := n.kube.CoreV1().ServiceAccounts(namespace).Get(ctx, pod.ServiceAccountName, metav1.GetOptions{})
+	port, err := strconv.Atoi(u.Port())
 	if err != nil {
-		t.Fatalf("the pod's ServiceAccount %s/%s: %v", namespace, pod.ServiceAccountName, err)
+		t.Fatal(err)
 	}
-	automount := true
-	if sa.AutomountServiceAccountToken != nil {
-		automount = *sa.AutomountServiceAccountToken
-	}
-	if pod.AutomountServiceAccountToken != nil {
-		automount = *pod.AutomountServiceAccountToken
-	}
-	if !automount {
-		return
-	}
-	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: apiAccessVolume, VolumeSource: corev1.VolumeSource{
-		Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644), Sources: []corev1.VolumeProjection{
-			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
-				{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-		}}}})
-	for i := range pod.Containers {
-		pod.Containers[i].VolumeMounts = append(pod.Containers[i].VolumeMounts, corev1.VolumeMount{
-			Name: apiAccessVolume, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true})
-	}
+	return &node{kube: kube, prepare: kubelet.NewPreparer(ctx, kube, u.Hostname(), port), dir: t.TempDir()}
 }
 
-// runArgs are the `podman run` flags, image and arguments that run container c of pod name in namespace.
-func (n *node) runArgs(ctx context.Context, t *testing.T, namespace, name string, pod *corev1.PodSpec, c *corev1.Container, imageUser string) []string {
+// admit creates pod name of namespace from template in the apiserver, which admits it as it admits any pod (the
+// service account's token volume and its mounts, defaults), and returns it as admitted. Nothing schedules it: this
+// node runs it.
+func (n *node) admit(ctx context.Context, t *testing.T, namespace, name string, template *corev1.PodTemplateSpec) *corev1.Pod {
 	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: *template.ObjectMeta.DeepCopy(), Spec: *template.Spec.DeepCopy()}
+	pod.Namespace, pod.Name = namespace, name
+	admitted, err := n.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the apiserver refused pod %s/%s: %v", namespace, name, err)
+	}
+	return admitted
+}
+
+// runArgs are the `podman run` flags, image and arguments that run container c of pod.
+func (n *node) runArgs(t *testing.T, pod *corev1.Pod, c *corev1.Container, imageUser string) []string {
+	t.Helper()
+	if err := kubelet.VerifyRunAsNonRoot(pod, c, imageUser); err != nil {
+		t.Fatalf("the kubelet would not start container %s: %v", c.Name, err)
+	}
 	args := []string{"--network", "host", "--pull", "never",
 		// Raising resource limits is not permitted on machines like CI's; a kubelet leaves the runtime's defaults.
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}
-	args = append(args, securityFlags(t, pod, c, imageUser)...)
+	args = append(args, securityFlags(t, &pod.Spec, c)...)
 
-	env := n.environment(ctx, t, namespace, name, pod, c)
+	env, err := n.prepare.Env(pod, c)
+	if err != nil {
+		t.Fatalf("the environment of container %s: %v", c.Name, err)
+	}
+	values := map[string]string{}
 	for _, e := range env {
 		args = append(args, "--env", e.Name+"="+e.Value)
+		values[e.Name] = e.Value
 	}
-	lookup := func(key string) (string, bool) { return lookupEnv(env, key) }
+	lookup := func(key string) (string, bool) {
+		v, ok := values[key]
+		return v, ok
+	}
 
 	for _, m := range c.VolumeMounts {
-		local, readOnly := n.volume(ctx, t, namespace, name, pod, m.Name)
+		local, readOnly := n.volume(t, pod, m.Name)
 		if m.SubPath != "" {
 			local = filepath.Join(local, m.SubPath)
 		}
@@ -134,11 +125,43 @@ func expandAll(values []string, lookup func(string) (string, bool)) []string {
 	return out
 }
 
+// volume gives a pod's volume its files, once per pod, and returns its folder and whether Kubernetes mounts it
+// read-only whatever the mount says. Where the pod has an fsGroup, the files then get the kubelet's volume
+// ownership, which local-kubelet (whose processes run as itself) has no need of: the group is the fsGroup, which may
+// read them.
+func (n *node) volume(t *testing.T, pod *corev1.Pod, name string) (string, bool) {
+	t.Helper()
+	i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	if i < 0 {
+		t.Fatalf("volume %s is mounted but not declared", name)
+	}
+	dir := filepath.Join(n.dir, pod.Name, name)
+	readOnly, err := n.prepare.WriteVolume(pod, &pod.Spec.Volumes[i], dir)
+	if err != nil {
+		t.Fatalf("the kubelet could not mount it: %v", err)
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil && readOnly {
+		gid := int(*sc.FSGroup)
+		err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.Mode()&os.ModeSymlink != 0 {
+				return err
+			}
+			if err := os.Lchown(p, -1, gid); err != nil || !info.Mode().IsRegular() {
+				return err
+			}
+			return os.Chmod(p, info.Mode().Perm()|0o440)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, readOnly
+}
+
 // security is a container's effective security context: the container's settings over the pod's, as the kubelet
 // hands them to a CRI runtime.
 type security struct {
 	user, group  *int64
-	nonRoot      bool
 	groups       []int64
 	privileged   bool
 	caps         *corev1.Capabilities
@@ -167,11 +190,6 @@ func effectiveSecurity(pod *corev1.PodSpec, c *corev1.Container) security {
 	if s.group == nil {
 		s.group = psc.RunAsGroup
 	}
-	nonRoot := sc.RunAsNonRoot
-	if nonRoot == nil {
-		nonRoot = psc.RunAsNonRoot
-	}
-	s.nonRoot = ptr.Deref(nonRoot, false)
 	s.groups = append(s.groups, psc.SupplementalGroups...)
 	if psc.FSGroup != nil {
 		s.groups = append(s.groups, *psc.FSGroup)
@@ -189,7 +207,7 @@ func (s security) dropsAll() bool {
 
 // securityFlags runs the container under its security context. What podman cannot express as Kubernetes means it
 // fails the test rather than run the container under weaker settings.
-func securityFlags(t *testing.T, pod *corev1.PodSpec, c *corev1.Container, imageUser string) []string {
+func securityFlags(t *testing.T, pod *corev1.PodSpec, c *corev1.Container) []string {
 	t.Helper()
 	s := effectiveSecurity(pod, c)
 	var flags []string
@@ -200,16 +218,6 @@ func securityFlags(t *testing.T, pod *corev1.PodSpec, c *corev1.Container, image
 		flags = append(flags, "--user", strconv.FormatInt(*s.user, 10))
 	case s.group != nil:
 		t.Fatalf("container %s: runAsGroup without runAsUser is not run by this test", c.Name)
-	}
-	if s.nonRoot {
-		// The kubelet's check (CreateContainerConfigError): the user that will run must be known and not root.
-		uid, _, _ := strings.Cut(imageUser, ":")
-		if s.user != nil {
-			uid = strconv.FormatInt(*s.user, 10)
-		}
-		if n, err := strconv.Atoi(uid); err != nil || n == 0 {
-			t.Fatalf("container %s has runAsNonRoot and would run as user %q: the kubelet refuses to start it", c.Name, uid)
-		}
 	}
 	for _, g := range s.groups {
 		flags = append(flags, "--group-add", strconv.FormatInt(g, 10))
@@ -316,247 +324,6 @@ func checkProcess(t *testing.T, pid int, pod *corev1.PodSpec, c *corev1.Containe
 			t.Errorf("container %s can write to %s (mount options %s), which its pod spec makes read-only", c.Name, point, got)
 		}
 	}
-}
-
-// environment is the container's environment as the kubelet builds it: its env entries, references resolved,
-// then the apiserver's service variables.
-func (n *node) environment(ctx context.Context, t *testing.T, namespace, name string, pod *corev1.PodSpec, c *corev1.Container) []corev1.EnvVar {
-	t.Helper()
-	if len(c.EnvFrom) > 0 {
-		t.Fatalf("container %s: envFrom is not run by this test", c.Name)
-	}
-	var out []corev1.EnvVar
-	lookup := func(key string) (string, bool) { return lookupEnv(out, key) }
-	for _, e := range c.Env {
-		value := kubelet.Expand(e.Value, lookup)
-		if from := e.ValueFrom; from != nil {
-			switch {
-			case from.FieldRef != nil:
-				value = fieldValue(t, namespace, name, pod, from.FieldRef.FieldPath)
-			case from.SecretKeyRef != nil:
-				s, err := n.kube.CoreV1().Secrets(namespace).Get(ctx, from.SecretKeyRef.Name, metav1.GetOptions{})
-				if err != nil {
-					t.Fatalf("env %s of container %s: %v", e.Name, c.Name, err)
-				}
-				value = string(s.Data[from.SecretKeyRef.Key])
-			case from.ConfigMapKeyRef != nil:
-				cm, err := n.kube.CoreV1().ConfigMaps(namespace).Get(ctx, from.ConfigMapKeyRef.Name, metav1.GetOptions{})
-				if err != nil {
-					t.Fatalf("env %s of container %s: %v", e.Name, c.Name, err)
-				}
-				value = cm.Data[from.ConfigMapKeyRef.Key]
-			default:
-				t.Fatalf("env %s of container %s: this kind of reference is not run by this test", e.Name, c.Name)
-			}
-		}
-		out = append(out, corev1.EnvVar{Name: e.Name, Value: value})
-	}
-	out = append(out,
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: n.apiserver.Hostname()},
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: n.apiserver.Port()})
-	return out
-}
-
-// lookupEnv is the value of the last entry named key, as a later entry overrides an earlier one.
-func lookupEnv(env []corev1.EnvVar, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if env[i].Name == key {
-			return env[i].Value, true
-		}
-	}
-	return "", false
-}
-
-func fieldValue(t *testing.T, namespace, name string, pod *corev1.PodSpec, fieldPath string) string {
-	t.Helper()
-	switch fieldPath {
-	case "metadata.namespace":
-		return namespace
-	case "metadata.name":
-		return name
-	case "spec.serviceAccountName":
-		return pod.ServiceAccountName
-	case "spec.nodeName":
-		return "containers-test"
-	case "status.podIP", "status.hostIP":
-		return "127.0.0.1"
-	}
-	t.Fatalf("fieldRef %s is not run by this test", fieldPath)
-	return ""
-}
-
-// volume writes a pod volume's files as the kubelet does (each file with its item's mode, else the volume's
-// defaultMode, else 0644; owned by root, and by the pod's fsGroup where it has one) and returns its folder and
-// whether Kubernetes mounts it read-only whatever the mount says (Secret, ConfigMap, projected and downward API
-// volumes are).
-func (n *node) volume(ctx context.Context, t *testing.T, namespace, name string, pod *corev1.PodSpec, volumeName string) (string, bool) {
-	t.Helper()
-	var v *corev1.Volume
-	for i := range pod.Volumes {
-		if pod.Volumes[i].Name == volumeName {
-			v = &pod.Volumes[i]
-		}
-	}
-	if v == nil {
-		t.Fatalf("volume %s is mounted but not declared", volumeName)
-	}
-	dir := filepath.Join(n.dir, name, volumeName)
-	if _, err := os.Stat(dir); err == nil {
-		return dir, v.EmptyDir == nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var fsGroup *int64
-	if pod.SecurityContext != nil {
-		fsGroup = pod.SecurityContext.FSGroup
-	}
-	files := map[string]projectedFile{}
-	switch {
-	case v.EmptyDir != nil:
-		// The kubelet makes an emptyDir writable by anyone; the pod's user writes there.
-		if err := os.Chmod(dir, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		return dir, false
-	case v.Secret != nil:
-		n.secretFiles(ctx, t, namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.DefaultMode, ptr.Deref(v.Secret.Optional, false), files)
-	case v.ConfigMap != nil:
-		n.configMapFiles(ctx, t, namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.DefaultMode, ptr.Deref(v.ConfigMap.Optional, false), files)
-	case v.Projected != nil:
-		for _, source := range v.Projected.Sources {
-			switch {
-			case source.Secret != nil:
-				n.secretFiles(ctx, t, namespace, source.Secret.Name, source.Secret.Items, v.Projected.DefaultMode, ptr.Deref(source.Secret.Optional, false), files)
-			case source.ConfigMap != nil:
-				n.configMapFiles(ctx, t, namespace, source.ConfigMap.Name, source.ConfigMap.Items, v.Projected.DefaultMode, ptr.Deref(source.ConfigMap.Optional, false), files)
-			case source.ServiceAccountToken != nil:
-				token, err := n.kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, pod.ServiceAccountName, &authenticationv1.TokenRequest{
-					Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: source.ServiceAccountToken.ExpirationSeconds,
-						Audiences: nonEmpty(source.ServiceAccountToken.Audience)}}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatalf("a token for %s/%s: %v", namespace, pod.ServiceAccountName, err)
-				}
-				files[source.ServiceAccountToken.Path] = projectedFile{[]byte(token.Status.Token), modeOf(nil, v.Projected.DefaultMode)}
-			case source.DownwardAPI != nil:
-				for _, item := range source.DownwardAPI.Items {
-					if item.FieldRef == nil {
-						t.Fatalf("volume %s: downward API item %s is not run by this test", volumeName, item.Path)
-					}
-					files[item.Path] = projectedFile{[]byte(fieldValue(t, namespace, name, pod, item.FieldRef.FieldPath)), modeOf(item.Mode, v.Projected.DefaultMode)}
-				}
-			default:
-				t.Fatalf("volume %s: this projection is not run by this test", volumeName)
-			}
-		}
-	default:
-		t.Fatalf("volume %s: this volume type is not run by this test", volumeName)
-	}
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		if path.IsAbs(p) || strings.Contains(p, "..") {
-			t.Fatalf("volume %s: invalid path %q", volumeName, p)
-		}
-		f := files[p]
-		local := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := f.mode
-		if fsGroup != nil {
-			// The kubelet's volume ownership for a read-only volume: the group is the fsGroup, which may read.
-			mode |= 0o440
-		}
-		if err := os.WriteFile(local, f.data, mode); err != nil {
-			t.Fatal(err)
-		}
-		// WriteFile's mode passes the umask; the kubelet sets the mode exactly.
-		if err := os.Chmod(local, mode); err != nil {
-			t.Fatal(err)
-		}
-		if fsGroup != nil {
-			if err := os.Chown(local, -1, int(*fsGroup)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dir, true
-}
-
-type projectedFile struct {
-	data []byte
-	mode os.FileMode
-}
-
-func (n *node) secretFiles(ctx context.Context, t *testing.T, namespace, name string, items []corev1.KeyToPath, defaultMode *int32, optional bool, files map[string]projectedFile) {
-	t.Helper()
-	s, err := n.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if optional {
-			return
-		}
-		t.Fatalf("Secret %s/%s of a volume: %v", namespace, name, err)
-	}
-	keyFiles(t, "Secret "+name, s.Data, items, defaultMode, files)
-}
-
-func (n *node) configMapFiles(ctx context.Context, t *testing.T, namespace, name string, items []corev1.KeyToPath, defaultMode *int32, optional bool, files map[string]projectedFile) {
-	t.Helper()
-	cm, err := n.kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if optional {
-			return
-		}
-		t.Fatalf("ConfigMap %s/%s of a volume: %v", namespace, name, err)
-	}
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	keyFiles(t, "ConfigMap "+name, data, items, defaultMode, files)
-}
-
-// keyFiles is every key as a file of its name, or the items asked for; a missing key fails the pod's start, as it
-// makes the kubelet's mount fail.
-func keyFiles(t *testing.T, source string, data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, files map[string]projectedFile) {
-	t.Helper()
-	if len(items) == 0 {
-		for k, v := range data {
-			files[k] = projectedFile{v, modeOf(nil, defaultMode)}
-		}
-		return
-	}
-	for _, item := range items {
-		v, ok := data[item.Key]
-		if !ok {
-			t.Fatalf("%s has no key %q that a volume item asks for: the kubelet could not mount it", source, item.Key)
-		}
-		files[item.Path] = projectedFile{v, modeOf(item.Mode, defaultMode)}
-	}
-}
-
-func modeOf(item, defaultMode *int32) os.FileMode {
-	switch {
-	case item != nil:
-		return os.FileMode(*item)
-	case defaultMode != nil:
-		return os.FileMode(*defaultMode)
-	}
-	return 0o644
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }
 
 // containerPort resolves a probe's port, by name or number, to the port the container listens on (the host's:

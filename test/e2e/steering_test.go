@@ -57,7 +57,7 @@ var _ = Describe("Scheduling within the limits on member clusters", Serial, Orde
 		// The controller keeps one estimator Service per member from the start; karmada-scheduler dials them.
 		for _, m := range memberNames() {
 			Eventually(func() error {
-				return karmada.Get(ctx, client.ObjectKey{Namespace: "karmada-system", Name: discovery.ServiceName("karmada-quota-estimator", m)}, &corev1.Service{})
+				return karmada.Get(ctx, client.ObjectKey{Namespace: "karmada-system", Name: discovery.Lookup{Prefix: "karmada-quota-estimator"}.ServiceName(m)}, &corev1.Service{})
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the estimator Service of %s", m)
 		}
 	})

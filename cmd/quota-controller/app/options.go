@@ -66,7 +66,7 @@ func NewOptions() *Options {
 		Certs:                   certs.NewOptions(),
 		// karmada-scheduler's defaults, but for the prefix: its default names karmada-scheduler-estimator's
 		// Services, which an admin may run besides.
-		EstimatorServices: discovery.Options{Namespace: "karmada-system", Prefix: "karmada-quota-estimator", SchedulerPort: 10352},
+		EstimatorServices: discovery.Options{Scheduler: discovery.Lookup{Namespace: "karmada-system", Prefix: "karmada-quota-estimator", Port: 10352}},
 	}
 }
 
@@ -112,11 +112,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"for example karmada-quota-webhook.karmada-system.svc:10352. When set, the controller keeps in the karmada-apiserver one "+
 			"ExternalName Service per member cluster pointing there, named as karmada-scheduler looks for its estimators; start "+
 			"karmada-scheduler with --enable-scheduler-estimator and --scheduler-estimator-service-prefix set to --estimator-service-prefix. Empty keeps none.")
-	fs.StringVar(&o.EstimatorServices.Prefix, "estimator-service-prefix", o.EstimatorServices.Prefix,
+	fs.StringVar(&o.EstimatorServices.Scheduler.Prefix, "estimator-service-prefix", o.EstimatorServices.Scheduler.Prefix,
 		"karmada-scheduler's --scheduler-estimator-service-prefix: the estimator Services are named <prefix>-<cluster>.")
-	fs.StringVar(&o.EstimatorServices.Namespace, "estimator-service-namespace", o.EstimatorServices.Namespace,
+	fs.StringVar(&o.EstimatorServices.Scheduler.Namespace, "estimator-service-namespace", o.EstimatorServices.Scheduler.Namespace,
 		"karmada-scheduler's --scheduler-estimator-service-namespace: the karmada-apiserver namespace of the estimator Services.")
-	fs.Int32Var(&o.EstimatorServices.SchedulerPort, "scheduler-estimator-port", o.EstimatorServices.SchedulerPort,
+	fs.Int32Var(&o.EstimatorServices.Scheduler.Port, "scheduler-estimator-port", o.EstimatorServices.Scheduler.Port,
 		"karmada-scheduler's --scheduler-estimator-port: the Service port it looks up.")
 	o.Certs.AddFlags(fs)
 	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig,

@@ -40,7 +40,7 @@ func TestOptionsValidate(t *testing.T) {
 		"estimator Services nowhere": {
 			modify: func(o *Options) {
 				o.EstimatorAddress = "Webhook_Host:10352"
-				o.EstimatorServices.Namespace, o.EstimatorServices.Prefix, o.EstimatorServices.SchedulerPort = "", "", 0
+				o.EstimatorServices.Scheduler = discovery.Lookup{}
 			},
 			wantErrs: []string{
 				`--estimator-address and --estimator-service-*: the estimator Service namespace "": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
@@ -227,7 +227,7 @@ func TestOptionsAddFlags(t *testing.T) {
 		Certs:                   certs.NewOptions(),
 		HostKubeconfig:          "/etc/host/kubeconfig",
 		EstimatorAddress:        "karmada-quota-webhook.quota-system.svc:10400",
-		EstimatorServices:       discovery.Options{Namespace: "scheduling", Prefix: "quota-estimator", SchedulerPort: 10500},
+		EstimatorServices:       discovery.Options{Scheduler: discovery.Lookup{Namespace: "scheduling", Prefix: "quota-estimator", Port: 10500}},
 	}
 	want.Certs.Mode = certs.ModeSelfManaged
 	want.Certs.Namespace = "quota-system"

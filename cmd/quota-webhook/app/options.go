@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
@@ -32,7 +33,7 @@ type Options struct {
 	// EstimatorTLS serves the estimator over TLS with the webhook's serving certificate.
 	EstimatorTLS bool
 	// MemberEstimators are the members' own karmada-scheduler-estimators, asked too; none without a prefix.
-	MemberEstimators admission.MemberEstimators
+	MemberEstimators discovery.Lookup
 }
 
 // NewOptions returns the defaults.
@@ -51,7 +52,7 @@ func NewOptions() *Options {
 		MaxReservations: quota.MaxReservations,
 		ShutdownDelay:   5 * time.Second,
 		// karmada-scheduler's defaults for karmada-scheduler-estimator, but the prefix: off until given.
-		MemberEstimators: admission.MemberEstimators{Namespace: "karmada-system", Port: 10352},
+		MemberEstimators: discovery.Lookup{Namespace: "karmada-system", Port: 10352},
 	}
 }
 
@@ -89,7 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"so that karmada-scheduler, pointed at karmada-quota's, still learns what the member's nodes can take. Empty asks none.")
 	fs.StringVar(&o.MemberEstimators.Namespace, "member-estimator-service-namespace", o.MemberEstimators.Namespace,
 		"The --scheduler-estimator-service-namespace of the members' estimators.")
-	fs.IntVar(&o.MemberEstimators.Port, "member-estimator-port", o.MemberEstimators.Port,
+	fs.Int32Var(&o.MemberEstimators.Port, "member-estimator-port", o.MemberEstimators.Port,
 		"The --scheduler-estimator-port of the members' estimators.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
 		"How long the webhook keeps serving after SIGTERM, reporting itself unready, before it drains: the time for the "+

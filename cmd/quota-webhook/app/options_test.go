@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 
-	"github.com/karmada-quota/karmada-quota/pkg/admission"
+	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -34,7 +34,7 @@ func TestOptionsValidate(t *testing.T) {
 		"members' estimators nowhere": {
 			modify: func(o *Options) {
 				o.EstimatorBindAddress = ":10352"
-				o.MemberEstimators = admission.MemberEstimators{Prefix: "karmada-scheduler-estimator"}
+				o.MemberEstimators = discovery.Lookup{Prefix: "karmada-scheduler-estimator"}
 			},
 			wantErrs: []string{"--member-estimator-service-namespace must be set", "--member-estimator-port must be between 1 and 65535, got 0"},
 		},
@@ -187,7 +187,7 @@ func TestOptionsAddFlags(t *testing.T) {
 	want.DecisionTimeout = 5 * time.Second
 	want.ExemptKinds = []string{"Certificate.cert-manager.io", "Issuer.cert-manager.io"}
 	want.EstimatorBindAddress, want.EstimatorTLS = ":10352", true
-	want.MemberEstimators = admission.MemberEstimators{Namespace: "estimators", Prefix: "karmada-scheduler-estimator", Port: 10400}
+	want.MemberEstimators = discovery.Lookup{Namespace: "estimators", Prefix: "karmada-scheduler-estimator", Port: 10400}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("options after parsing (-want +got):\n%s", diff)
 	}

@@ -11,30 +11,44 @@ const (
 	backoffResetAfter = 2 * backoffMax
 )
 
-// crashBackoff is the back-off of one container (flowcontrol.Backoff as the kubelet's doBackOff uses it).
-type crashBackoff struct {
+// CrashBackoff is the back-off of one restarted program (flowcontrol.Backoff as the kubelet's doBackOff uses it):
+// the first restart is immediate, the next ones wait Initial, doubling up to Max; one that ran for ResetAfter since
+// its last restart starts over. Zero limits are the kubelet's. The local environment's supervisor restarts its
+// processes by the same rule, with limits of its own.
+type CrashBackoff struct {
+	Initial, Max, ResetAfter time.Duration
+
 	// delay is what the next restart waits, once one restart has happened.
 	delay       time.Duration
 	lastRestart time.Time
 	restarted   bool
 }
 
-// wait is how long a restart after an exit at finished must still wait at now.
-func (b *crashBackoff) wait(finished, now time.Time) time.Duration {
-	if !b.restarted || finished.Sub(b.lastRestart) > backoffResetAfter {
+func (b *CrashBackoff) limits() (initial, most, resetAfter time.Duration) {
+	if b.Initial == 0 {
+		return backoffInitial, backoffMax, backoffResetAfter
+	}
+	return b.Initial, b.Max, b.ResetAfter
+}
+
+// Wait is how long a restart after an exit at finished must still wait at now.
+func (b *CrashBackoff) Wait(finished, now time.Time) time.Duration {
+	_, _, resetAfter := b.limits()
+	if !b.restarted || finished.Sub(b.lastRestart) > resetAfter {
 		return 0
 	}
 	return max(0, b.delay-now.Sub(finished))
 }
 
-// restart records a restart at now of a container that exited at finished, and doubles the next wait unless
-// the container had run long enough to start over.
-func (b *crashBackoff) restart(finished, now time.Time) {
+// Restart records a restart at now of a program that exited at finished, and doubles the next wait unless the
+// program had run long enough to start over.
+func (b *CrashBackoff) Restart(finished, now time.Time) {
+	initial, most, resetAfter := b.limits()
 	switch {
-	case !b.restarted || finished.Sub(b.lastRestart) > backoffResetAfter:
-		b.delay = backoffInitial
+	case !b.restarted || finished.Sub(b.lastRestart) > resetAfter:
+		b.delay = initial
 	default:
-		b.delay = min(2*b.delay, backoffMax)
+		b.delay = min(2*b.delay, most)
 	}
 	b.restarted, b.lastRestart = true, now
 }

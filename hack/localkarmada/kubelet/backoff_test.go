@@ -35,23 +35,23 @@ func TestCrashBackoff(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b crashBackoff
+			var b CrashBackoff
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			var got []time.Duration
 			for _, run := range tc.runs {
 				now = now.Add(run) // the container runs, then exits
 				finished := now
-				wait := b.wait(finished, now)
+				wait := b.Wait(finished, now)
 				got = append(got, wait)
 				// Half-way through the wait it is still waiting, the full wait later it is not.
-				if wait > 0 && b.wait(finished, now.Add(wait/2)) != wait-wait/2 {
-					t.Fatalf("half-way through a %s wait: %s left", wait, b.wait(finished, now.Add(wait/2)))
+				if wait > 0 && b.Wait(finished, now.Add(wait/2)) != wait-wait/2 {
+					t.Fatalf("half-way through a %s wait: %s left", wait, b.Wait(finished, now.Add(wait/2)))
 				}
 				now = now.Add(wait)
-				if left := b.wait(finished, now); left != 0 {
+				if left := b.Wait(finished, now); left != 0 {
 					t.Fatalf("after waiting %s, %s left", wait, left)
 				}
-				b.restart(finished, now)
+				b.Restart(finished, now)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("waits before each restart (-want +got):\n%s", diff)

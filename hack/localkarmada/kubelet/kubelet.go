@@ -278,21 +278,19 @@ func (k *Kubelet) forget(uid types.UID) {
 
 // sources reads what volumes and environments are built from: the informers' caches, then the API for an object
 // the cache has not seen yet (created a moment before the pod).
-func (k *Kubelet) sources(ctx context.Context) volumeSources { return kubeletSources{k: k, ctx: ctx} }
+func (k *Kubelet) sources(ctx context.Context) volumeSources {
+	return kubeletSources{k: k, api: apiSources{ctx: ctx, client: k.client, tokens: k.tokens}}
+}
 
 type kubeletSources struct {
 	k   *Kubelet
-	ctx context.Context
+	api apiSources
 }
 
 func (s kubeletSources) secret(namespace, name string) (*corev1.Secret, error) {
 	obj, err := s.k.secrets.Secrets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		obj, err = s.k.client.CoreV1().Secrets(namespace).Get(s.ctx, name, metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		// The kubelet's own wording.
-		return nil, apierrors.NewNotFound(corev1.Resource("secret"), name)
+		return s.api.secret(namespace, name)
 	}
 	return obj, err
 }
@@ -300,14 +298,11 @@ func (s kubeletSources) secret(namespace, name string) (*corev1.Secret, error) {
 func (s kubeletSources) configMap(namespace, name string) (*corev1.ConfigMap, error) {
 	obj, err := s.k.configMaps.ConfigMaps(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		obj, err = s.k.client.CoreV1().ConfigMaps(namespace).Get(s.ctx, name, metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewNotFound(corev1.Resource("configmap"), name)
+		return s.api.configMap(namespace, name)
 	}
 	return obj, err
 }
 
 func (s kubeletSources) serviceAccountToken(pod *corev1.Pod, source *corev1.ServiceAccountTokenProjection) ([]byte, error) {
-	return s.k.tokens.token(s.ctx, pod, source)
+	return s.api.serviceAccountToken(pod, source)
 }

@@ -74,7 +74,7 @@ type containerState struct {
 	lastState    corev1.ContainerState
 	containerID  string
 	imageID      string
-	crash        crashBackoff
+	crash        CrashBackoff
 	pullDelay    time.Duration
 	nextPull     time.Time
 	retryAt      time.Time
@@ -453,7 +453,7 @@ func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, c *containerStat
 		if last != nil && c.state.Terminated != nil && !restarts(pod, c, last.ExitCode) {
 			return false
 		}
-		if wait := c.crash.wait(c.finished, now); wait > 0 {
+		if wait := c.crash.Wait(c.finished, now); wait > 0 {
 			if c.state.Terminated != nil {
 				w.wakeAfter(wait)
 				c.lastState = c.state
@@ -506,7 +506,7 @@ func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, c *containerStat
 		if c.state.Terminated != nil {
 			c.lastState = c.state
 		}
-		c.crash.restart(c.finished, now)
+		c.crash.Restart(c.finished, now)
 		c.restartCount++
 	}
 	c.pullDelay, c.nextPull = 0, time.Time{}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	"github.com/karmada-io/karmada/pkg/util/names"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,14 +45,24 @@ const (
 	portName       = "estimator"
 )
 
+// Lookup is where karmada-scheduler looks for a member cluster's estimator: the Service <Prefix>-<cluster> in
+// Namespace of the karmada-apiserver, at its port Port (its --scheduler-estimator-service-namespace, -prefix and
+// -port). The Services this package keeps are found so, and so are the members' own karmada-scheduler-estimators
+// that karmada-quota's estimator asks too (estimator.Upstream).
+type Lookup struct {
+	Namespace, Prefix string
+	Port              int32
+}
+
+// ServiceName is the Service karmada-scheduler looks up for cluster.
+func (l Lookup) ServiceName(cluster string) string {
+	return names.GenerateEstimatorServiceName(l.Prefix, cluster)
+}
+
 // Options say where karmada-scheduler looks for estimators and where ours serves.
 type Options struct {
-	// Namespace and Prefix are karmada-scheduler's --scheduler-estimator-service-namespace and
-	// --scheduler-estimator-service-prefix.
-	Namespace string
-	Prefix    string
-	// SchedulerPort is karmada-scheduler's --scheduler-estimator-port: the Service port it looks up.
-	SchedulerPort int32
+	// Scheduler is where karmada-scheduler looks for estimators: the Services kept are named and numbered so.
+	Scheduler Lookup
 	// Host and Port are where the estimator serves, as karmada-scheduler reaches it (the webhook Service's DNS name
 	// in the host cluster, and its estimator port).
 	Host string
@@ -61,16 +72,16 @@ type Options struct {
 // Validate reports every invalid option at once.
 func (o Options) Validate() error {
 	var errs []error
-	for _, msg := range validation.IsDNS1123Label(o.Namespace) {
-		errs = append(errs, fmt.Errorf("the estimator Service namespace %q: %s", o.Namespace, msg))
+	for _, msg := range validation.IsDNS1123Label(o.Scheduler.Namespace) {
+		errs = append(errs, fmt.Errorf("the estimator Service namespace %q: %s", o.Scheduler.Namespace, msg))
 	}
-	if o.Prefix == "" {
+	if o.Scheduler.Prefix == "" {
 		errs = append(errs, errors.New("the estimator Service prefix must be set"))
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(o.Host) {
 		errs = append(errs, fmt.Errorf("the estimator host %q: %s", o.Host, msg))
 	}
-	for _, port := range []int32{o.SchedulerPort, o.Port} {
+	for _, port := range []int32{o.Scheduler.Port, o.Port} {
 		for _, msg := range validation.IsValidPortNum(int(port)) {
 			errs = append(errs, fmt.Errorf("estimator port %d: %s", port, msg))
 		}
@@ -82,7 +93,7 @@ func (o Options) Validate() error {
 // this package keeps.
 func CacheOptions(o Options) cache.ByObject {
 	return cache.ByObject{
-		Namespaces: map[string]cache.Config{o.Namespace: {}},
+		Namespaces: map[string]cache.Config{o.Scheduler.Namespace: {}},
 		Label:      labels.SelectorFromSet(labels.Set{managedByLabel: managedBy}),
 	}
 }
@@ -115,11 +126,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Complete(r)
 }
 
-// ServiceName is the Service karmada-scheduler looks up for cluster under prefix.
-func ServiceName(prefix, cluster string) string {
-	return prefix + "-" + cluster
-}
-
 // Reconcile makes the Services kept for req's cluster what the options say: the one Service while the Cluster
 // exists, none once it is gone; any other of ours labelled for it (an earlier prefix) is removed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -130,10 +136,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	joined := err == nil && cluster.DeletionTimestamp == nil
-	name := ServiceName(r.opts.Prefix, req.Name)
+	name := r.opts.Scheduler.ServiceName(req.Name)
 
 	var ours corev1.ServiceList
-	if err := r.client.List(ctx, &ours, client.InNamespace(r.opts.Namespace), client.MatchingLabels{ClusterLabel: req.Name, managedByLabel: managedBy}); err != nil {
+	if err := r.client.List(ctx, &ours, client.InNamespace(r.opts.Scheduler.Namespace), client.MatchingLabels{ClusterLabel: req.Name, managedByLabel: managedBy}); err != nil {
 		return reconcile.Result{}, err
 	}
 	var current *corev1.Service
@@ -205,7 +211,7 @@ func (r *Reconciler) exists(ctx context.Context, desired *corev1.Service) (recon
 func (r *Reconciler) service(cluster *clusterv1alpha1.Cluster, name string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: r.opts.Namespace,
+			Name: name, Namespace: r.opts.Scheduler.Namespace,
 			Labels: map[string]string{ClusterLabel: cluster.Name, managedByLabel: managedBy},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: clusterv1alpha1.SchemeGroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
@@ -216,7 +222,7 @@ func (r *Reconciler) service(cluster *clusterv1alpha1.Cluster, name string) *cor
 			Type:         corev1.ServiceTypeExternalName,
 			ExternalName: r.opts.Host,
 			Ports: []corev1.ServicePort{{
-				Name: portName, Protocol: corev1.ProtocolTCP, Port: r.opts.SchedulerPort, TargetPort: intstr.FromInt32(r.opts.Port),
+				Name: portName, Protocol: corev1.ProtocolTCP, Port: r.opts.Scheduler.Port, TargetPort: intstr.FromInt32(r.opts.Port),
 			}},
 		},
 	}

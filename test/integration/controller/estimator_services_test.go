@@ -26,7 +26,7 @@ import (
 // removed by hand, gone with their Cluster or their prefix, and never one karmada-quota did not create.
 var _ = Describe("Estimator Services", Ordered, func() {
 	const namespace = "karmada-system"
-	opts := discovery.Options{Namespace: namespace, Prefix: "quota-estimator", SchedulerPort: 10352,
+	opts := discovery.Options{Scheduler: discovery.Lookup{Namespace: namespace, Prefix: "quota-estimator", Port: 10352},
 		Host: "karmada-quota-webhook.karmada-system.svc", Port: 10400}
 
 	// run starts the reconciler alone, as quota-controller runs it; stop stops it.
@@ -128,7 +128,7 @@ var _ = Describe("Estimator Services", Ordered, func() {
 		stop()
 		By("restarted with another prefix")
 		moved := opts
-		moved.Prefix = "karmada-quota-estimator"
+		moved.Scheduler.Prefix = "karmada-quota-estimator"
 		start(moved)
 		Eventually(service("karmada-quota-estimator-estimated-d")).Should(Not(BeNil()))
 		Eventually(gone("quota-estimator-estimated-d")).Should(Succeed())
