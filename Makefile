@@ -64,6 +64,9 @@ KWOK_STAGE_FILES := node/fast/node-initialize.yaml node/heartbeat-with-lease/nod
 
 # The local Karmada of `make up`: its folder, and where its binaries are looked up (first match wins).
 LOCAL_KARMADA_DIR ?= $(CURDIR)/.local/karmada
+# CONTAINER_RUNTIME=podman runs the host cluster's pods (karmada-quota's webhook and controller) as containers under
+# rootful podman instead of as local processes: `make up CONTAINER_RUNTIME=podman`, `make test-e2e CONTAINER_RUNTIME=podman`.
+CONTAINER_RUNTIME ?=
 LOCAL_KARMADA_TOOL_PATH := $(BIN):$(ETCD_BIN):$(KUBE_BIN):$(KARMADA_BIN):$(KWOK_BIN)
 
 GO_TEST_FLAGS ?=
@@ -107,9 +110,10 @@ images: build ## Build the image archives bin/images/<name>.tar (no Docker; `doc
 		--version $(VERSION) --revision $(REVISION) --source-date-epoch $(SOURCE_DATE_EPOCH) $(IMAGES)
 
 .PHONY: up
-up: images local-kubelet local-karmada-tools ## Start a local Karmada with 2 member clusters and karmada-quota installed by its chart (no Docker).
+up: images local-kubelet local-karmada-tools $(if $(CONTAINER_RUNTIME),container-runtime) ## Start a local Karmada with 2 member clusters and karmada-quota installed by its chart (no Docker).
 	ln -sf $(KARMADA_BIN)/karmadactl $(BIN)/karmadactl
-	go run ./hack/localkarmada/cmd/local-karmada up --dir $(LOCAL_KARMADA_DIR) --tool-path $(LOCAL_KARMADA_TOOL_PATH) --kwok-stages $(KWOK_STAGES)
+	go run ./hack/localkarmada/cmd/local-karmada up --dir $(LOCAL_KARMADA_DIR) --tool-path $(LOCAL_KARMADA_TOOL_PATH) --kwok-stages $(KWOK_STAGES) \
+		$(if $(CONTAINER_RUNTIME),--container-runtime $(CONTAINER_RUNTIME))
 
 .PHONY: down
 down: ## Stop everything `make up` started and remove its data (logs stay in .local/karmada/logs).
@@ -201,8 +205,8 @@ test-integration: envtest-assets ## Integration tests against a real etcd + kube
 .PHONY: test-e2e
 # The suite starts its own local Karmada in a temporary folder and stops it; LOCAL_KARMADA_DIR=<folder of a
 # running `make up`> runs it against that one instead.
-test-e2e: images local-kubelet local-karmada-tools ## End-to-end tests on a local Karmada with member clusters.
-	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) \
+test-e2e: images local-kubelet local-karmada-tools $(if $(CONTAINER_RUNTIME),container-runtime) ## End-to-end tests on a local Karmada with member clusters.
+	LOCAL_KARMADA_TOOL_PATH=$(LOCAL_KARMADA_TOOL_PATH) KWOK_STAGES=$(KWOK_STAGES) LOCAL_KARMADA_CONTAINER_RUNTIME=$(CONTAINER_RUNTIME) \
 		go test $(GO_TEST_FLAGS) -count=1 -timeout 30m ./test/e2e/... -args -ginkgo.v -ginkgo.no-color
 
 .PHONY: bench-status-write

@@ -48,6 +48,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/hack/localkarmada/kubelet"
 	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
@@ -83,6 +84,9 @@ type Options struct {
 	Tied bool
 	// SupervisorCommand restarts the untied processes that exit (SupervisorCommand(Dir)); required unless Tied.
 	SupervisorCommand []string
+	// ContainerRuntime, when set (kubelet.RuntimePodman), runs the host's pods as containers under that runtime
+	// instead of as local processes.
+	ContainerRuntime string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
 }
@@ -135,6 +139,8 @@ type KubeletInfo struct {
 	LogDir  string `json:"logDir"`
 	// ServiceProxy is where the kubelet's service proxy listens, the karmada-apiserver's HTTPS_PROXY.
 	ServiceProxy string `json:"serviceProxy"`
+	// Runtime is the container runtime the pods run under (kubelet.Config.Runtime); empty: local processes.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // APIServer is one kube-apiserver of the environment.
@@ -235,6 +241,16 @@ func (e *Environment) Down() error {
 	if err := errors.Join(errs...); err != nil {
 		// Keep the state file: it is the only record of what still runs.
 		return err
+	}
+	if e.HostKubelet.Runtime != "" {
+		// The kubelet stopped its containers; what a killed kubelet left, and the image layers, podman removes.
+		podman, err := kubelet.NewPodman(filepath.Join(e.HostKubelet.RootDir, "podman"))
+		if err == nil {
+			err = podman.Reset(context.Background())
+		}
+		if err != nil {
+			return fmt.Errorf("removing the host's containers: %w", err)
+		}
 	}
 	entries, err := os.ReadDir(e.Dir)
 	if err != nil {

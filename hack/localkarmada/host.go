@@ -91,6 +91,9 @@ func (s *setup) hostCluster(ctx context.Context) error {
 		for _, dir := range kubelet.ImageDirs {
 			args = append(args, "--image-dir", dir)
 		}
+		if kubelet.Runtime != "" {
+			args = append(args, "--container-runtime", kubelet.Runtime)
+		}
 		return s.process(gctx, HostKubelet, "http://"+kubelet.ServiceProxy+"/healthz", args...)
 	})
 	g.Go(func() error { return s.karmadaKubeconfigSecret(gctx) })

@@ -274,6 +274,7 @@ func (s *setup) plan(names []string) error {
 		RootDir:      filepath.Join(s.env.Dir, "host-kubelet"),
 		LogDir:       filepath.Join(s.env.Dir, "logs", "host-pods"),
 		ServiceProxy: proxy,
+		Runtime:      s.opts.ContainerRuntime,
 	}
 	// The karmada-apiserver reaches the host's Services as in production, where it resolves "<svc>.<ns>.svc"
 	// through the host's DNS: here through the kubelet's service proxy. Go never proxies loopback or localhost, so

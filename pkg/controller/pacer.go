@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,10 +85,13 @@ func (p *pacer) delay(key types.NamespacedName, reservations int) time.Duration 
 	return max(0, last.Add(p.interval).Sub(p.now()))
 }
 
-// pacedQuotasOf enqueues every quota of a changed binding's namespace, each after the pacer's delay.
+// pacedQuotasOf enqueues every quota of a changed binding's namespace, each after the pacer's delay. A binding
+// that shrank on a member is noted in shrinks first, so that the recount it causes knows it.
 type pacedQuotasOf struct {
 	quotas client.Reader
 	pacer  *pacer
+	// shrinks notes bindings that shrank on a member (shrinks.go); nil for events of anything but bindings.
+	shrinks *shrinks
 }
 
 var _ handler.EventHandler = pacedQuotasOf{}
@@ -116,6 +120,11 @@ func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqu
 
 // Update implements handler.EventHandler.
 func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	old, ok1 := e.ObjectOld.(*workv1alpha2.ResourceBinding)
+	updated, ok2 := e.ObjectNew.(*workv1alpha2.ResourceBinding)
+	if h.shrinks != nil && ok1 && ok2 && old.Generation != updated.Generation {
+		h.shrinks.observe(old, updated)
+	}
 	h.enqueue(ctx, e.ObjectNew, q)
 }
 

@@ -68,6 +68,8 @@ type QuotaReconciler struct {
 	members *memberView
 	// works holds what the bindings' Works ask their members to run; nil counts bindings alone (tests).
 	works *workView
+	// shrinks are the bindings that shrank on a member before works caught up with their Work there (shrinks.go).
+	shrinks *shrinks
 	// holdings reads what bindings' objects hold on members (held.go); nil counts none.
 	holdings *templates.Reader[usage.Held]
 	// evictionTimeout is when an eviction naming no grace period ends (Options.EvictionTimeout).
@@ -128,6 +130,9 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	var works []quota.ObservedWork
 	if r.works != nil {
 		if works, err = r.works.observe(ctx, q.Namespace, bindings); err != nil {
+			return ctrl.Result{}, false, err
+		}
+		if works, err = r.freshWorks(ctx, bindings, works); err != nil {
 			return ctrl.Result{}, false, err
 		}
 	}

@@ -141,6 +141,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		// What bindings' objects hold on members (claims, load balancers) is read past the cache too.
 		holdings:        interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize),
 		evictionTimeout: opts.EvictionTimeout,
+		shrinks:         newShrinks(),
 	}
 
 	bindingInformer, err := mgr.GetCache().GetInformer(ctx, &workv1alpha2.ResourceBinding{})
@@ -154,6 +155,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 			}
 			if rb, ok := obj.(*workv1alpha2.ResourceBinding); ok {
 				r.deleted.add(rb.UID)
+				r.shrinks.forget(rb.UID)
 			}
 		},
 	}); err != nil {
@@ -198,7 +200,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
 		// change what a binding uses. A wait for quota starting or ending changes only status, and the count of
 		// bindings waiting.
-		Watches(&workv1alpha2.ResourceBinding{}, pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer},
+		Watches(&workv1alpha2.ResourceBinding{}, pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer, shrinks: r.shrinks},
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, waitChanged()))).
 		WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*quotav1alpha1.KarmadaQuota]{})).
 		WatchesRawSource(source.Channel(workChanged, handler.EventHandler(pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer}))).
@@ -283,7 +285,7 @@ func setupWorks(mgr ctrl.Manager, changed func(namespace string), deleted func(t
 	if err != nil {
 		return nil, err
 	}
-	view, err := newWorkView(c, workloads, members.NewNodes(mgr.GetConfig(), members.NodesMaxAge), changed, deleted)
+	view, err := newWorkView(workListWatch(c), workloads, members.NewNodes(mgr.GetConfig(), members.NodesMaxAge), changed, deleted)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,9 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 )
 
-// What the controller reads of the Works: every Work of the control plane, for what it asks its member to run.
-// +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=list;watch
+// What the controller reads of the Works: every Work of the control plane, for what it asks its member to run, and
+// one Work from the apiserver where a binding shrank before the view caught up (shrinks.go).
+// +kubebuilder:rbac:groups=work.karmada.io,resources=works,verbs=get;list;watch
 
 // byBindingNamespace indexes Works by the namespace of the binding they were rendered from.
 const byBindingNamespace = "bindingNamespace"
@@ -56,10 +57,9 @@ type workView struct {
 	nodes       interpreter.NodeLister
 }
 
-// newWorkView returns a view of the Works listed and watched with c; changed is told each binding namespace whose
-// Works changed what they ask, deleted each Work UID that is gone. It reads nothing until Start.
-func newWorkView(c client.WithWatch, workloads *interpreter.Interpreter, nodes interpreter.NodeLister, changed func(namespace string), deleted func(types.UID)) (*workView, error) {
-	lw := &toolscache.ListWatch{
+// workListWatch lists and watches every Work with c.
+func workListWatch(c client.WithWatch) *toolscache.ListWatch {
+	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &workv1alpha1.WorkList{}
 			return list, c.List(ctx, list, &client.ListOptions{Raw: &opts})
@@ -68,6 +68,11 @@ func newWorkView(c client.WithWatch, workloads *interpreter.Interpreter, nodes i
 			return c.Watch(ctx, &workv1alpha1.WorkList{}, &client.ListOptions{Raw: &opts})
 		},
 	}
+}
+
+// newWorkView returns a view of the Works listed and watched with lw (workListWatch); changed is told each binding
+// namespace whose Works changed what they ask, deleted each Work UID that is gone. It reads nothing until Start.
+func newWorkView(lw toolscache.ListerWatcher, workloads *interpreter.Interpreter, nodes interpreter.NodeLister, changed func(namespace string), deleted func(types.UID)) (*workView, error) {
 	informer := toolscache.NewSharedIndexInformer(lw, &workv1alpha1.Work{}, 0, toolscache.Indexers{
 		byBindingNamespace: func(obj any) ([]string, error) {
 			if w, ok := obj.(*askingWork); ok && w.Binding.Name != "" {
@@ -227,37 +232,44 @@ func (v *workView) observe(ctx context.Context, namespace string, bindings []wor
 	}
 	out := make([]quota.ObservedWork, 0, len(items))
 	for _, item := range items {
-		w := item.(*askingWork)
-		observed := quota.ObservedWork{
-			Namespace: w.Namespace, Name: w.Name, UID: w.UID, Generation: w.Generation,
-			Binding: w.Binding.Name, BindingID: w.BindingID, Cluster: w.Cluster,
-		}
-		if w.Unreadable != "" {
-			klog.FromContext(ctx).V(2).Info("Work counted as asking nothing beyond its binding: unreadable", "work", klog.KObj(w), "reason", w.Unreadable)
-		}
-		rb := byName[w.Binding.Name]
-		if rb == nil || !quota.RenderedFrom(rb, w.BindingID) {
-			out = append(out, observed)
-			continue
-		}
-		for _, asked := range w.Workloads {
-			if asked.Ref.Kind != rb.Spec.Resource.Kind || asked.Ref.Name != rb.Spec.Resource.Name {
-				// Not the binding's workload: the webhook admitted it nothing of the binding's.
-				continue
-			}
-			sets, err := asked.OnMember(ctx, rb, w.Cluster, v.nodes)
-			if err != nil {
-				if asked.PerNode != nil {
-					// Counting it as nothing would charge less than the member runs: the recount waits for the nodes.
-					return nil, err
-				}
-				// The webhook refuses a Work no quota can count; one stored before is counted as asking nothing.
-				klog.FromContext(ctx).V(2).Info("Work workload counted as asking nothing beyond its binding", "work", klog.KObj(w), "err", err)
-				continue
-			}
-			observed.Asks = append(observed.Asks, sets...)
+		observed, err := v.observeWork(ctx, item.(*askingWork), byName)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, observed)
 	}
 	return out, nil
+}
+
+// observeWork is what one Work asks its member to run, read for its binding among byName (observe).
+func (v *workView) observeWork(ctx context.Context, w *askingWork, byName map[string]*workv1alpha2.ResourceBinding) (quota.ObservedWork, error) {
+	observed := quota.ObservedWork{
+		Namespace: w.Namespace, Name: w.Name, UID: w.UID, Generation: w.Generation,
+		Binding: w.Binding.Name, BindingID: w.BindingID, Cluster: w.Cluster,
+	}
+	if w.Unreadable != "" {
+		klog.FromContext(ctx).V(2).Info("Work counted as asking nothing beyond its binding: unreadable", "work", klog.KObj(w), "reason", w.Unreadable)
+	}
+	rb := byName[w.Binding.Name]
+	if rb == nil || !quota.RenderedFrom(rb, w.BindingID) {
+		return observed, nil
+	}
+	for _, asked := range w.Workloads {
+		if asked.Ref.Kind != rb.Spec.Resource.Kind || asked.Ref.Name != rb.Spec.Resource.Name {
+			// Not the binding's workload: the webhook admitted it nothing of the binding's.
+			continue
+		}
+		sets, err := asked.OnMember(ctx, rb, w.Cluster, v.nodes)
+		if err != nil {
+			if asked.PerNode != nil {
+				// Counting it as nothing would charge less than the member runs: the recount waits for the nodes.
+				return observed, err
+			}
+			// The webhook refuses a Work no quota can count; one stored before is counted as asking nothing.
+			klog.FromContext(ctx).V(2).Info("Work workload counted as asking nothing beyond its binding", "work", klog.KObj(w), "err", err)
+			continue
+		}
+		observed.Asks = append(observed.Asks, sets...)
+	}
+	return observed, nil
 }

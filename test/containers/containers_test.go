@@ -1,7 +1,8 @@
 // Package containers runs every image `make images` builds as a container under a real OCI runtime (podman with
-// runc), with exactly the security context, mounts, arguments and environment the charts render, against a real
-// apiserver: what an admin's first install would meet, before any admin meets it. `make test-containers` installs
-// podman and runc from Debian's packages when they are missing and runs it after `make images`.
+// runc, started by local-kubelet as `make up CONTAINER_RUNTIME=podman` starts the host's pods), with exactly the
+// security context, mounts, arguments and environment the charts render, against a real apiserver: what an admin's
+// first install would meet, before any admin meets it. `make test-containers` installs podman and runc from
+// Debian's packages when they are missing and runs it after `make images`.
 package containers
 
 import (
@@ -9,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,13 +50,13 @@ const (
 )
 
 // TestImagesRunAsTheChartsRunThem starts one apiserver that plays both planes (the karmada-apiserver and the host
-// cluster whose service account tokens and RBAC the pods run with), then each container as the charts render it,
-// one at a time (host networking: they declare the same ports): the install's prepare phase, which must install
+// cluster whose service account tokens and RBAC the pods run with) and local-kubelet as its node, with podman as
+// its container runtime, then each pod as the charts render it, one at a time: the install's prepare phase, which must install
 // karmada-quota into the karmada-apiserver and write the components' kubeconfig Secrets from the admin's; the
 // controller, running with its Secret, which must create the webhook's serving certificate Secret through its host
 // credentials; the webhook, serving TLS from that Secret; the operator. Each runs under its security context, which
 // is then read back from the kernel; a workload must pass its readiness and liveness probes as a kubelet runs them
-// and exit cleanly on SIGTERM, a Job must succeed.
+// and exit cleanly on SIGTERM when deleted, a Job must succeed.
 func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the containers run under rootful podman: run as root (CI does)")
@@ -66,11 +68,7 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	pm := newPodman(t)
 	registry, tag := imageNames(t, imagesDir)
-	for _, name := range []string{"quota-webhook", "quota-controller", "karmada-quota-operator"} {
-		pm.load(t, filepath.Join(imagesDir, name+".tar"))
-	}
 
 	env, err := testenv.NewEnvironment()
 	if err != nil {
@@ -92,7 +90,7 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newNode(ctx, t, cfg)
+	n := startNode(t, cfg, imagesDir)
 	admin, err := env.AddUser(envtest.User{Name: "karmada-admin", Groups: []string{"system:masters"}}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -118,43 +116,31 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 	deployments := objectsOf[appsv1.Deployment](t, in.Host, "Deployment")
 	jobs := objectsOf[batchv1.Job](t, in.Hooks, "Job")
 
-	// start runs the one container of a pod template of namespace, named after its workload.
-	start := func(t *testing.T, namespace, workload string, template *corev1.PodTemplateSpec, image string) (*container, *corev1.Pod) {
+	// start runs a pod from a workload's template, named after the workload, with its one container.
+	start := func(t *testing.T, namespace, workload string, template *corev1.PodTemplateSpec, image string) *corev1.Pod {
 		t.Helper()
-		pod := n.admit(ctx, t, namespace, workload+"-0", template)
-		if len(pod.Spec.Containers) != 1 {
-			t.Fatalf("%s has %d containers; this test runs one", workload, len(pod.Spec.Containers))
+		if len(template.Spec.Containers) != 1 {
+			t.Fatalf("%s has %d containers; this test runs one", workload, len(template.Spec.Containers))
 		}
-		ctr := &pod.Spec.Containers[0]
-		if ctr.Image != image {
-			t.Fatalf("%s runs image %s, want %s (the archive make images wrote)", workload, ctr.Image, image)
+		if got := template.Spec.Containers[0].Image; got != image {
+			t.Fatalf("%s runs image %s, want %s (the archive make images wrote)", workload, got, image)
 		}
-		for _, p := range ctr.Ports {
-			if !portFree(fmt.Sprint(p.ContainerPort)) {
-				t.Fatalf("port %d, which %s declares, is taken on this machine: the container runs on the host's network", p.ContainerPort, workload)
-			}
-		}
-		args := n.runArgs(t, pod, ctr, imageUser(ctx, t, pm, image))
-		return pm.run(t, workload, args), pod
+		return n.run(ctx, t, namespace, workload+"-0", template)
 	}
-	run := func(t *testing.T, d *appsv1.Deployment, image string) *container {
+	// run runs a Deployment's pod until the kubelet reports it Ready, then checks its liveness endpoint and the
+	// security context its process runs with.
+	run := func(t *testing.T, d *appsv1.Deployment, image string) *corev1.Pod {
 		t.Helper()
-		running, pod := start(t, d.Namespace, d.Name, &d.Spec.Template, image)
+		pod := n.ready(ctx, t, start(t, d.Namespace, d.Name, &d.Spec.Template, image))
 		ctr := &pod.Spec.Containers[0]
-		probe(ctx, t, running, ctr, ctr.ReadinessProbe, "readiness")
-		probe(ctx, t, running, ctr, ctr.LivenessProbe, "liveness")
-		checkProcess(t, running.pid(ctx, t), &pod.Spec, ctr)
-		return running
+		probe(ctx, t, n, pod, ctr.LivenessProbe, "liveness")
+		checkProcess(t, pid(t, pod), &pod.Spec, ctr)
+		return pod
 	}
-	stop := func(t *testing.T, d *appsv1.Deployment, ctr *container) {
+	stop := func(t *testing.T, pod *corev1.Pod) {
 		t.Helper()
-		grace := 30 * time.Second
-		if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = time.Duration(*g) * time.Second
-		}
-		ctr.stop(t, grace)
-		if err := ctr.exitError(); err != nil {
-			t.Errorf("%s on SIGTERM: %v; its output:\n%s", d.Name, err, ctr.logTail(30))
+		if end := n.stop(ctx, t, pod); end.ExitCode != 0 {
+			t.Errorf("%s on SIGTERM: exit code %d (%s); its output:\n%s", pod.Name, end.ExitCode, end.Reason, n.logTail(pod, 30))
 		}
 	}
 	controller, webhook, prepare := deployments[release+"-controller"], deployments[release+"-webhook"], jobs[release+"-prepare"]
@@ -180,20 +166,21 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 		tokens, stopTokens := context.WithCancel(ctx)
 		defer stopTokens()
 		go n.issueTokenSecrets(tokens, in.Config.Karmada.Namespace, cfg.CAData)
-		running, _ := start(t, prepare.Namespace, prepare.Name, &prepare.Spec.Template, fmt.Sprintf("%s/karmada-quota-operator:%s", registry, tag))
+		pod := start(t, prepare.Namespace, prepare.Name, &prepare.Spec.Template, fmt.Sprintf("%s/karmada-quota-operator:%s", registry, tag))
 		deadline := time.Duration(ptr.Deref(prepare.Spec.ActiveDeadlineSeconds, 600)) * time.Second
-		select {
-		case <-running.exited:
-		case <-time.After(deadline):
-			t.Fatalf("the prepare phase ran past its activeDeadlineSeconds; its output:\n%s", running.logTail(30))
-		}
-		if err := running.exitError(); err != nil {
-			t.Fatalf("the prepare phase failed: %v; its output:\n%s", err, running.logTail(30))
-		}
+		n.waitFor(ctx, t, pod, deadline, "the prepare phase did not succeed", func(p *corev1.Pod) (bool, error) {
+			switch p.Status.Phase {
+			case corev1.PodSucceeded:
+				return true, nil
+			case corev1.PodFailed:
+				return false, errors.New("the prepare phase failed")
+			}
+			return false, nil
+		})
 	})
 
 	t.Run("controller", func(t *testing.T) {
-		ctr := run(t, controller, fmt.Sprintf("%s/quota-controller:%s", registry, tag))
+		pod := run(t, controller, fmt.Sprintf("%s/quota-controller:%s", registry, tag))
 		// Its host credentials at work: the serving certificate the webhook mounts, made and stored by it.
 		servingSecret := secretOfVolume(t, webhook.Spec.Template.Spec.Volumes, "serving-cert")
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -201,19 +188,19 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 			return err == nil, client.IgnoreNotFound(err)
 		})
 		if err != nil {
-			t.Fatalf("the controller never created the serving Secret %s: %v; its output:\n%s", servingSecret, err, ctr.logTail(30))
+			t.Fatalf("the controller never created the serving Secret %s: %v; its output:\n%s", servingSecret, err, n.logTail(pod, 30))
 		}
-		stop(t, controller, ctr)
+		stop(t, pod)
 	})
 
 	t.Run("webhook", func(t *testing.T) {
-		ctr := run(t, webhook, fmt.Sprintf("%s/quota-webhook:%s", registry, tag))
+		pod := run(t, webhook, fmt.Sprintf("%s/quota-webhook:%s", registry, tag))
 		var secret corev1.Secret
 		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: secretOfVolume(t, webhook.Spec.Template.Spec.Volumes, "serving-cert")}, &secret); err != nil {
 			t.Fatal(err)
 		}
-		servesTLS(t, ctr, "127.0.0.1:"+containerPort(t, &webhook.Spec.Template.Spec.Containers[0], "webhook"), secret.Data["ca.crt"], secret.Data["tls.crt"])
-		stop(t, webhook, ctr)
+		servesTLS(t, n, pod, fmt.Sprintf("127.0.0.1:%d", localPort(t, pod, "webhook")), secret.Data["ca.crt"], secret.Data["tls.crt"])
+		stop(t, pod)
 	})
 
 	t.Run("operator", func(t *testing.T) {
@@ -225,8 +212,7 @@ func TestImagesRunAsTheChartsRunThem(t *testing.T) {
 			t.Fatalf("the operator's chart rendered %d Deployments, want 1", len(operators))
 		}
 		for _, d := range operators {
-			ctr := run(t, d, fmt.Sprintf("%s/karmada-quota-operator:%s", registry, tag))
-			stop(t, d, ctr)
+			stop(t, run(t, d, fmt.Sprintf("%s/karmada-quota-operator:%s", registry, tag)))
 		}
 	})
 }
@@ -248,16 +234,6 @@ func imageNames(t *testing.T, dir string) (registry, tag string) {
 	}
 	t.Fatal("the webhook's image archive has no <registry>/quota-webhook:<tag> tag")
 	return "", ""
-}
-
-// imageUser is the user the image's configuration runs as, which runAsNonRoot is checked against.
-func imageUser(ctx context.Context, t *testing.T, pm *podman, image string) string {
-	t.Helper()
-	out, err := pm.output(ctx, "image", "inspect", "--format", "{{.Config.User}}", image)
-	if err != nil {
-		t.Fatalf("podman image inspect %s: %v: %s", image, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // createNamespace creates a namespace with the CA ConfigMap kube-controller-manager publishes into each.
@@ -352,10 +328,11 @@ func renderOperator(t *testing.T, values map[string]any) []*unstructured.Unstruc
 	return objects
 }
 
-// probe runs a probe as the kubelet does until it succeeds, failing when the container exits first or after a
-// minute. Only httpGet is used by the charts.
-func probe(ctx context.Context, t *testing.T, ctr *container, c *corev1.Container, p *corev1.Probe, kind string) {
+// probe runs a probe as the kubelet does until it succeeds, failing after a minute. Only httpGet is used by the
+// charts.
+func probe(ctx context.Context, t *testing.T, n *node, pod *corev1.Pod, p *corev1.Probe, kind string) {
 	t.Helper()
+	c := &pod.Spec.Containers[0]
 	if p == nil {
 		t.Fatalf("container %s has no %s probe", c.Name, kind)
 	}
@@ -366,15 +343,12 @@ func probe(ctx context.Context, t *testing.T, ctr *container, c *corev1.Containe
 	if scheme == "" {
 		scheme = "http"
 	}
-	url := fmt.Sprintf("%s://127.0.0.1:%s%s", scheme, containerPort(t, c, p.HTTPGet.Port.String()), p.HTTPGet.Path)
+	url := fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, localPort(t, pod, p.HTTPGet.Port.String()), p.HTTPGet.Path)
 	// The kubelet does not verify a probe's certificate.
 	httpClient := &http.Client{Timeout: time.Duration(max(p.TimeoutSeconds, 1)) * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the kubelet probes
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if !ctr.running() {
-			return false, fmt.Errorf("the container exited: %v", ctr.exitError())
-		}
 		resp, err := httpClient.Get(url)
 		if err != nil {
 			last = err.Error()
@@ -386,13 +360,13 @@ func probe(ctx context.Context, t *testing.T, ctr *container, c *corev1.Containe
 		return resp.StatusCode >= 200 && resp.StatusCode < 400, nil
 	})
 	if err != nil {
-		t.Fatalf("%s never passed its %s probe (%s: last %s): %v; its output:\n%s", c.Name, kind, url, last, err, ctr.logTail(40))
+		t.Fatalf("%s never passed its %s probe (%s: last %s): %v; its output:\n%s", c.Name, kind, url, last, err, n.logTail(pod, 40))
 	}
 }
 
 // servesTLS checks that addr serves the certificate of the mounted Secret, verified by the Secret's CA under the
 // Service name the certificate was made for (the karmada-apiserver dials the webhook by that name).
-func servesTLS(t *testing.T, ctr *container, addr string, ca, certPEM []byte) {
+func servesTLS(t *testing.T, n *node, pod *corev1.Pod, addr string, ca, certPEM []byte) {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
@@ -411,7 +385,7 @@ func servesTLS(t *testing.T, ctr *container, addr string, ca, certPEM []byte) {
 	}
 	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: mounted.DNSNames[0], MinVersion: tls.VersionTLS12})
 	if err != nil {
-		t.Fatalf("the webhook serves no TLS verified by its Secret's CA on %s: %v; its output:\n%s", addr, err, ctr.logTail(30))
+		t.Fatalf("the webhook serves no TLS verified by its Secret's CA on %s: %v; its output:\n%s", addr, err, n.logTail(pod, 30))
 	}
 	defer conn.Close()
 	if served := conn.ConnectionState().PeerCertificates; !served[0].Equal(mounted) {

@@ -1,11 +1,11 @@
 package containers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/url"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,238 +18,233 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/karmada-quota/karmada-quota/hack/localkarmada/kubelet"
+	"github.com/karmada-quota/karmada-quota/internal/testenv/loopback"
 )
 
-// node plays the node a pod lands on. The apiserver admits the pod (its ServiceAccount admission adds the token
-// volume), local-kubelet's Preparer builds the environment, the volumes' files and the runAsNonRoot check as the
-// local environment's kubelet does, and this turns the rest into `podman run` flags. Host networking on loopback
-// stands in for the pod network: the apiserver of the test is at 127.0.0.1.
+// node is the node the pods run on: local-kubelet, starting their containers through podman (kubelet.Podman), as
+// `make up CONTAINER_RUNTIME=podman` runs the host's pods. The apiserver admits each pod as it admits any (the
+// ServiceAccount admission gives it its token volume); the kubelet builds its environment and volumes, checks
+// runAsNonRoot, runs it under its security context on the host's network (the apiserver of the test is at
+// 127.0.0.1), probes it and reports its status, as it does in the local environment.
 type node struct {
-	kube    kubernetes.Interface
-	prepare *kubelet.Preparer
-	// dir holds the pods' volumes.
-	dir string
+	name   string
+	kube   kubernetes.Interface
+	logDir string
 }
 
-func newNode(ctx context.Context, t *testing.T, cfg *rest.Config) *node {
+// startNode runs local-kubelet with the podman runtime, images from imagesDir, until the test ends; then it stops
+// the pods' containers and removes podman's storage.
+func startNode(t *testing.T, cfg *rest.Config, imagesDir string) *node {
 	t.Helper()
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(cfg.Host)
+	// podman's storage holds read-only layer copies: a folder the test removes itself, after podman's reset.
+	root, err := os.MkdirTemp("", "kq-node-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := strconv.Atoi(u.Port())
+	ca := filepath.Join(root, "ca.crt")
+	if err := os.WriteFile(ca, cfg.CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := loopback.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{kube: kube, prepare: kubelet.NewPreparer(ctx, kube, u.Hostname(), port), dir: t.TempDir()}
+	n := &node{name: "node-0", kube: kube, logDir: t.TempDir()}
+	k, err := kubelet.New(kubelet.Config{
+		NodeName: n.name, RootDir: filepath.Join(root, "kubelet"), LogDir: n.logDir, ImageDirs: []string{imagesDir},
+		ProxyAddress: fmt.Sprintf("127.0.0.1:%d", proxy[0]), APIServerURL: cfg.Host, APIServerCA: ca,
+		Runtime: kubelet.RuntimePodman,
+	}, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- k.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("local-kubelet: %v", err)
+		}
+		podman, err := kubelet.NewPodman(filepath.Join(root, "kubelet", "podman"))
+		if err == nil {
+			err = podman.Reset(context.Background())
+		}
+		if err != nil {
+			t.Errorf("removing podman's storage: %v", err)
+		}
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("removing the node's folder: %v", err)
+		}
+	})
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", proxy[0]))
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("local-kubelet never became ready: %v", err)
+	}
+	return n
 }
 
-// admit creates pod name of namespace from template in the apiserver, which admits it as it admits any pod (the
-// service account's token volume and its mounts, defaults), and returns it as admitted. Nothing schedules it: this
-// node runs it.
-func (n *node) admit(ctx context.Context, t *testing.T, namespace, name string, template *corev1.PodTemplateSpec) *corev1.Pod {
+// run creates pod name of namespace from template on this node, as a controller and the scheduler would; the
+// apiserver admits it and the kubelet runs it.
+func (n *node) run(ctx context.Context, t *testing.T, namespace, name string, template *corev1.PodTemplateSpec) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: *template.ObjectMeta.DeepCopy(), Spec: *template.Spec.DeepCopy()}
-	pod.Namespace, pod.Name = namespace, name
-	admitted, err := n.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	pod.Namespace, pod.Name, pod.Spec.NodeName = namespace, name, n.name
+	created, err := n.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the apiserver refused pod %s/%s: %v", namespace, name, err)
 	}
-	return admitted
+	return created
 }
 
-// runArgs are the `podman run` flags, image and arguments that run container c of pod.
-func (n *node) runArgs(t *testing.T, pod *corev1.Pod, c *corev1.Container, imageUser string) []string {
+// waitFor polls pod until done says it is there, failing with its last status and its container's output after
+// timeout.
+func (n *node) waitFor(ctx context.Context, t *testing.T, pod *corev1.Pod, timeout time.Duration, what string, done func(*corev1.Pod) (bool, error)) *corev1.Pod {
 	t.Helper()
-	if err := kubelet.VerifyRunAsNonRoot(pod, c, imageUser); err != nil {
-		t.Fatalf("the kubelet would not start container %s: %v", c.Name, err)
-	}
-	args := []string{"--network", "host", "--pull", "never",
-		// Raising resource limits is not permitted on machines like CI's; a kubelet leaves the runtime's defaults.
-		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}
-	args = append(args, securityFlags(t, &pod.Spec, c)...)
-
-	env, err := n.prepare.Env(pod, c)
-	if err != nil {
-		t.Fatalf("the environment of container %s: %v", c.Name, err)
-	}
-	values := map[string]string{}
-	for _, e := range env {
-		args = append(args, "--env", e.Name+"="+e.Value)
-		values[e.Name] = e.Value
-	}
-	lookup := func(key string) (string, bool) {
-		v, ok := values[key]
-		return v, ok
-	}
-
-	for _, m := range c.VolumeMounts {
-		local, readOnly := n.volume(t, pod, m.Name)
-		if m.SubPath != "" {
-			local = filepath.Join(local, m.SubPath)
-		}
-		mode := "rw"
-		if m.ReadOnly || readOnly {
-			mode = "ro"
-		}
-		args = append(args, "--volume", fmt.Sprintf("%s:%s:%s", local, m.MountPath, mode))
-	}
-	if c.WorkingDir != "" {
-		args = append(args, "--workdir", c.WorkingDir)
-	}
-	if len(c.Command) > 0 {
-		raw, err := json.Marshal(expandAll(c.Command, lookup))
+	current := pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		got, err := n.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false, nil
 		}
-		args = append(args, "--entrypoint", string(raw))
-	}
-	args = append(args, c.Image)
-	return append(args, expandAll(c.Args, lookup)...)
-}
-
-func expandAll(values []string, lookup func(string) (string, bool)) []string {
-	out := make([]string, len(values))
-	for i, v := range values {
-		out[i] = kubelet.Expand(v, lookup)
-	}
-	return out
-}
-
-// volume gives a pod's volume its files, once per pod, and returns its folder and whether Kubernetes mounts it
-// read-only whatever the mount says. Where the pod has an fsGroup, the files then get the kubelet's volume
-// ownership, which local-kubelet (whose processes run as itself) has no need of: the group is the fsGroup, which may
-// read them.
-func (n *node) volume(t *testing.T, pod *corev1.Pod, name string) (string, bool) {
-	t.Helper()
-	i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
-	if i < 0 {
-		t.Fatalf("volume %s is mounted but not declared", name)
-	}
-	dir := filepath.Join(n.dir, pod.Name, name)
-	readOnly, err := n.prepare.WriteVolume(pod, &pod.Spec.Volumes[i], dir)
+		current = got
+		return done(got)
+	})
 	if err != nil {
-		t.Fatalf("the kubelet could not mount it: %v", err)
+		t.Fatalf("pod %s/%s: %s: %v; its status: %s; its output:\n%s", pod.Namespace, pod.Name, what, err, statusOf(current), n.logTail(current, 40))
 	}
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil && readOnly {
-		gid := int(*sc.FSGroup)
-		err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-			if err != nil || info.Mode()&os.ModeSymlink != 0 {
-				return err
-			}
-			if err := os.Lchown(p, -1, gid); err != nil || !info.Mode().IsRegular() {
-				return err
-			}
-			return os.Chmod(p, info.Mode().Perm()|0o440)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir, readOnly
+	return current
 }
 
-// security is a container's effective security context: the container's settings over the pod's, as the kubelet
-// hands them to a CRI runtime.
-type security struct {
-	user, group  *int64
-	groups       []int64
-	privileged   bool
-	caps         *corev1.Capabilities
-	noNewPrivs   bool
-	readOnlyRoot bool
-	seccomp      *corev1.SeccompProfile
-}
-
-func effectiveSecurity(pod *corev1.PodSpec, c *corev1.Container) security {
-	psc := pod.SecurityContext
-	if psc == nil {
-		psc = &corev1.PodSecurityContext{}
-	}
-	sc := c.SecurityContext
-	if sc == nil {
-		sc = &corev1.SecurityContext{}
-	}
-	s := security{
-		user: sc.RunAsUser, group: sc.RunAsGroup, privileged: ptr.Deref(sc.Privileged, false), caps: sc.Capabilities,
-		noNewPrivs:   sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
-		readOnlyRoot: ptr.Deref(sc.ReadOnlyRootFilesystem, false), seccomp: sc.SeccompProfile,
-	}
-	if s.user == nil {
-		s.user = psc.RunAsUser
-	}
-	if s.group == nil {
-		s.group = psc.RunAsGroup
-	}
-	s.groups = append(s.groups, psc.SupplementalGroups...)
-	if psc.FSGroup != nil {
-		s.groups = append(s.groups, *psc.FSGroup)
-	}
-	if s.seccomp == nil {
-		s.seccomp = psc.SeccompProfile
-	}
-	return s
-}
-
-// dropsAll reports whether the container keeps no capability.
-func (s security) dropsAll() bool {
-	return s.caps != nil && len(s.caps.Add) == 0 && slices.Contains(s.caps.Drop, "ALL") && !s.privileged
-}
-
-// securityFlags runs the container under its security context. What podman cannot express as Kubernetes means it
-// fails the test rather than run the container under weaker settings.
-func securityFlags(t *testing.T, pod *corev1.PodSpec, c *corev1.Container) []string {
+// ready waits until the kubelet reports the pod Ready (its readiness probe passed) without a restart.
+func (n *node) ready(ctx context.Context, t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	s := effectiveSecurity(pod, c)
-	var flags []string
-	switch {
-	case s.user != nil && s.group != nil:
-		flags = append(flags, "--user", fmt.Sprintf("%d:%d", *s.user, *s.group))
-	case s.user != nil:
-		flags = append(flags, "--user", strconv.FormatInt(*s.user, 10))
-	case s.group != nil:
-		t.Fatalf("container %s: runAsGroup without runAsUser is not run by this test", c.Name)
-	}
-	for _, g := range s.groups {
-		flags = append(flags, "--group-add", strconv.FormatInt(g, 10))
-	}
-	if s.privileged {
-		flags = append(flags, "--privileged")
-	}
-	if s.caps != nil {
-		for _, drop := range s.caps.Drop {
-			flags = append(flags, "--cap-drop", string(drop))
+	return n.waitFor(ctx, t, pod, time.Minute, "never ready", func(p *corev1.Pod) (bool, error) {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount > 0 || s.State.Terminated != nil {
+				return false, fmt.Errorf("container %s exited", s.Name)
+			}
 		}
-		for _, add := range s.caps.Add {
-			flags = append(flags, "--cap-add", string(add))
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// stop deletes the pod with its grace period, as a rollout does, and returns how its container ended, read from
+// the last status the kubelet reported before the pod was gone.
+func (n *node) stop(ctx context.Context, t *testing.T, pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	t.Helper()
+	w, err := n.kube.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := n.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.ContainerStateTerminated
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch of pod %s ended before the pod was gone", pod.Name)
+			}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod {
+				for _, s := range p.Status.ContainerStatuses {
+					if s.State.Terminated != nil {
+						last = s.State.Terminated
+					}
+				}
+			}
+			if ev.Type == watch.Deleted {
+				if last == nil {
+					t.Fatalf("pod %s was deleted without the kubelet reporting how its container ended", pod.Name)
+				}
+				return last
+			}
+		case <-timeout:
+			t.Fatalf("pod %s was not gone 2 minutes after its deletion", pod.Name)
 		}
 	}
-	if s.noNewPrivs {
-		flags = append(flags, "--security-opt", "no-new-privileges")
+}
+
+// localPort is the port on 127.0.0.1 the kubelet gave the pod's declared port (by name or number).
+func localPort(t *testing.T, pod *corev1.Pod, port string) int {
+	t.Helper()
+	ports, err := kubelet.PodPorts(pod)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s.readOnlyRoot {
-		// podman's --read-only alone mounts writable tmpfs on /tmp, /run and /var/tmp; Kubernetes mounts none.
-		flags = append(flags, "--read-only", "--read-only-tmpfs=false")
+	local, ok := ports[port]
+	if !ok {
+		t.Fatalf("pod %s declares no port %q", pod.Name, port)
 	}
-	switch {
-	case s.seccomp == nil, s.seccomp.Type == corev1.SeccompProfileTypeUnconfined:
-		// The kubelet's default (--seccomp-default off) is no profile.
-		flags = append(flags, "--security-opt", "seccomp=unconfined")
-	case s.seccomp.Type == corev1.SeccompProfileTypeRuntimeDefault:
-		// podman applies its default profile, as a CRI runtime applies its own.
-	default:
-		t.Fatalf("container %s: seccomp profile %s is not run by this test", c.Name, s.seccomp.Type)
+	return local
+}
+
+// pid is the process id, on this machine, of the main process of the pod's container.
+func pid(t *testing.T, pod *corev1.Pod) int {
+	t.Helper()
+	if len(pod.Status.ContainerStatuses) != 1 {
+		t.Fatalf("pod %s reports %d containers", pod.Name, len(pod.Status.ContainerStatuses))
 	}
-	return flags
+	id, err := kubelet.PIDOf(pod.Status.ContainerStatuses[0].ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// logTail is the last lines of the output of the pod's container's last run, for a failure message.
+func (n *node) logTail(pod *corev1.Pod, lines int) string {
+	if len(pod.Spec.Containers) == 0 {
+		return ""
+	}
+	var restarts int32
+	for _, s := range pod.Status.ContainerStatuses {
+		restarts = s.RestartCount
+	}
+	raw, err := os.ReadFile(kubelet.ContainerLogPath(n.logDir, pod.Namespace, pod.Name, pod.UID, pod.Spec.Containers[0].Name, restarts))
+	if err != nil {
+		return err.Error()
+	}
+	all := bytes.Split(bytes.TrimRight(raw, "\n"), []byte("\n"))
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return string(bytes.Join(all, []byte("\n")))
+}
+
+// statusOf is a pod's phase and container states, for a failure message.
+func statusOf(pod *corev1.Pod) string {
+	out, err := json.Marshal(map[string]any{"phase": pod.Status.Phase, "containers": pod.Status.ContainerStatuses})
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
 }
 
 // checkProcess reads the container's main process as the kernel runs it (/proc of this machine) and checks it
@@ -258,7 +253,7 @@ func securityFlags(t *testing.T, pod *corev1.PodSpec, c *corev1.Container) []str
 // themselves.
 func checkProcess(t *testing.T, pid int, pod *corev1.PodSpec, c *corev1.Container) {
 	t.Helper()
-	s := effectiveSecurity(pod, c)
+	s := kubelet.SecurityOf(pod, c)
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
@@ -270,23 +265,23 @@ func checkProcess(t *testing.T, pid int, pod *corev1.PodSpec, c *corev1.Containe
 		}
 	}
 	want := map[string]string{}
-	if s.user != nil {
-		u := strconv.FormatInt(*s.user, 10)
+	if s.User != nil {
+		u := strconv.FormatInt(*s.User, 10)
 		want["Uid"] = strings.Join([]string{u, u, u, u}, " ")
 	}
-	if s.group != nil {
-		g := strconv.FormatInt(*s.group, 10)
+	if s.Group != nil {
+		g := strconv.FormatInt(*s.Group, 10)
 		want["Gid"] = strings.Join([]string{g, g, g, g}, " ")
 	}
-	if s.dropsAll() {
+	if s.DropsAll() {
 		for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
 			want[set] = "0000000000000000"
 		}
 	}
-	if s.noNewPrivs {
+	if s.NoNewPrivileges {
 		want["NoNewPrivs"] = "1"
 	}
-	if s.seccomp != nil && s.seccomp.Type == corev1.SeccompProfileTypeRuntimeDefault {
+	if s.Seccomp != nil && s.Seccomp.Type == corev1.SeccompProfileTypeRuntimeDefault {
 		// SECCOMP_MODE_FILTER.
 		want["Seccomp"] = "2"
 	}
@@ -308,7 +303,7 @@ func checkProcess(t *testing.T, pid int, pod *corev1.PodSpec, c *corev1.Containe
 			options[fields[4]] = fields[5]
 		}
 	}
-	readOnly := map[string]bool{"/": s.readOnlyRoot}
+	readOnly := map[string]bool{"/": s.ReadOnlyRootFilesystem}
 	for _, m := range c.VolumeMounts {
 		if m.ReadOnly {
 			readOnly[m.MountPath] = true
@@ -324,32 +319,6 @@ func checkProcess(t *testing.T, pid int, pod *corev1.PodSpec, c *corev1.Containe
 			t.Errorf("container %s can write to %s (mount options %s), which its pod spec makes read-only", c.Name, point, got)
 		}
 	}
-}
-
-// containerPort resolves a probe's port, by name or number, to the port the container listens on (the host's:
-// host networking).
-func containerPort(t *testing.T, c *corev1.Container, port string) string {
-	t.Helper()
-	for _, p := range c.Ports {
-		if p.Name == port {
-			return strconv.Itoa(int(p.ContainerPort))
-		}
-	}
-	if _, err := strconv.Atoi(port); err != nil {
-		t.Fatalf("container %s declares no port %q", c.Name, port)
-	}
-	return port
-}
-
-// portFree reports whether nothing on this machine listens on 127.0.0.1:port, which the container, on the host's
-// network, is about to take.
-func portFree(port string) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
 }
 
 // issueTokenSecrets plays kube-controller-manager's serviceaccount-token controller, which the test's apiserver

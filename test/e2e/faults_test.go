@@ -527,18 +527,23 @@ func (r *faultRun) finish() {
 	var orphans map[string][]string
 	if r.disruptsKarmada {
 		// After an outage of part of Karmada, Karmada does not always bring the members back in line with the
-		// placements: after a member's, it re-created a workload from a Work it was replacing and left it at its
-		// old replicas; after its etcd's, it left a workload on a member its binding no longer places anything
-		// on. That is Karmada's convergence, not the quota's (whose figures above are already checked), and what
-		// the members run is issue 15's business, so here it is reported in the figures rather than failed.
+		// placements. After a member's, it re-created a workload from a Work it was replacing and left it at its
+		// old replicas: its execution and work-status controllers stop syncing a Work while the cluster is not
+		// ready and leave what was there (karmada-io/karmada#2989, open). After its etcd's, it left a workload on
+		// a member its binding no longer places anything on: Karmada does not remove what it applied to a member
+		// once the binding has moved away from it, until something touches it again (karmada-io/karmada#5071,
+		// open). That is Karmada's convergence, not the quota's (whose figures above are already checked), so
+		// here it is reported in the figures, with those issues, rather than failed.
 		if err := InterceptGomegaFailure(func() { orphans = expectMembersRunPlaced(r.ns) }); err != nil {
-			r.note("Karmada had not brought the members in line with the placements %s after the fault: %v", settleTimeout, err)
+			r.note("Karmada had not brought the members in line with the placements %s after the fault "+
+				"(karmada-io/karmada#2989, #5071): %v", settleTimeout, err)
 		}
 	} else {
 		orphans = expectMembersRunPlaced(r.ns)
 	}
 	if len(orphans) > 0 {
-		r.note("Karmada left workloads running in members for bindings that are gone (unplaced, uncharged): %v", orphans)
+		r.note("Karmada left workloads running in members for bindings that are gone (unplaced, uncharged; "+
+			"karmada-io/karmada#7896): %v", orphans)
 	}
 	settle := time.Since(settleFrom)
 	r.sampler.finish()
@@ -852,7 +857,8 @@ func expectMembersRunPlaced(ns string) (orphans map[string][]string) {
 // placement: its binding controller can create a Work after the binding's cleanup ran, and nothing removes it; or
 // its execution controller applies a Work to the member just as the Work is deleted, before marking it Applied,
 // and so does not delete what it applied. Either way the workload keeps running in the member with nothing placed,
-// and nothing charged, as no binding asks for it. That is Karmada's, and what a quota makes of it is issue 15's
+// and nothing charged, as no binding asks for it: a Work left without a deletionTimestamp after its template and
+// binding were deleted within milliseconds of its creation (karmada-io/karmada#7896, open; #4483 before it). That is Karmada's, and what a quota makes of it is issue 15's
 // business (what the members run); here it is counted and reported, not hidden. Karmada's annotation on what it
 // applies names the binding.
 func orphanedWorkloads(g Gomega, ns string, bindings []workv1alpha2.ResourceBinding) map[string][]string {
@@ -1161,8 +1167,10 @@ func faultsDoc(figures []faultFigures, report Report) string {
 	fmt.Fprintf(&b, "end scheduled or refused, for the quota to hold no reservation with `status.used` and `status.clusters` equal to\n")
 	fmt.Fprintf(&b, "the bindings' usage computed from scratch, and for the members to run exactly what is placed. That last check\n")
 	fmt.Fprintf(&b, "fails a run after the webhook and controller faults; after the faults that take part of Karmada away it is\n")
-	fmt.Fprintf(&b, "Karmada's own convergence, and a divergence is reported under the fault instead (what the members run is issue\n")
-	fmt.Fprintf(&b, "15's). Workloads Karmada left running for bindings that are gone are left out of the comparison and listed.\n")
+	fmt.Fprintf(&b, "Karmada's own convergence, and a divergence is reported under the fault instead, with Karmada's open issues\n")
+	fmt.Fprintf(&b, "(karmada-io/karmada#2989: Works not synced while their cluster is not ready; #5071: what a binding moved away\n")
+	fmt.Fprintf(&b, "from is left in the member). Workloads Karmada left running for bindings that are gone (karmada-io/karmada#7896)\n")
+	fmt.Fprintf(&b, "are left out of the comparison and listed.\n")
 	fmt.Fprintf(&b, "A run also fails unless the quota was contended (the scheduler saw refusals, and used + reserved came within\n")
 	fmt.Fprintf(&b, "one replica's charge of hard), and when any of Karmada's placements failed for want of a webhook's decision\n")
 	fmt.Fprintf(&b, "outside an outage of the karmada-apiserver or its etcd, bar the calls in flight to a killed webhook replica (which\n")

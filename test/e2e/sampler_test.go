@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -43,6 +45,9 @@ type admissionSampler struct {
 	// admitted and placed are the largest used + reserved, and the largest sum over the bindings, seen for each
 	// limited resource; hard is spec.hard when last read.
 	admitted, placed, hard resources.List
+	// firstOver describes the first sample in which used + reserved exceeded hard: the status, the bindings and
+	// the Works of the namespace then, for the failure message.
+	firstOver string
 
 	stop      chan struct{}
 	finishing sync.Once
@@ -94,6 +99,12 @@ func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []work
 	if err != nil {
 		return
 	}
+	for name, h := range hard {
+		if admitted[name] > h {
+			s.noteOver(q, bindings)
+			break
+		}
+	}
 	placed := resources.List{}
 	var replicas int64
 	for i := range bindings {
@@ -116,6 +127,54 @@ func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []work
 	}
 }
 
+// noteOver keeps, once, what the first sample above hard saw: the status, what each binding places, and what each
+// Work of the namespace asks, for the failure to say which of them the status counted.
+func (s *admissionSampler) noteOver(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) {
+	s.mu.Lock()
+	noted := s.firstOver != ""
+	s.mu.Unlock()
+	if noted {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "at %s, quota resourceVersion %s: used %v, reserved %v, %d reservations\n", time.Now().Format("15:04:05.000"),
+		q.ResourceVersion, q.Status.Used, q.Status.Reserved, len(q.Status.Reservations))
+	for _, c := range q.Status.Clusters {
+		fmt.Fprintf(&b, "  cluster %s: used %v\n", c.Name, c.Used)
+	}
+	for i := range bindings {
+		rb := &bindings[i]
+		fmt.Fprintf(&b, "  binding %s generation %d resourceVersion %s deleting %t: %v\n", rb.Name, rb.Generation, rb.ResourceVersion,
+			rb.DeletionTimestamp != nil, rb.Spec.Clusters)
+	}
+	var works workv1alpha1.WorkList
+	if err := karmada.List(ctx, &works); err == nil {
+		for i := range works.Items {
+			w := &works.Items[i]
+			if w.Annotations[workv1alpha2.ResourceBindingNamespaceAnnotationKey] != q.Namespace {
+				continue
+			}
+			var replicas []any
+			for _, m := range w.Spec.Workload.Manifests {
+				var obj struct {
+					Spec struct {
+						Replicas any `json:"replicas"`
+					} `json:"spec"`
+				}
+				_ = json.Unmarshal(m.Raw, &obj)
+				replicas = append(replicas, obj.Spec.Replicas)
+			}
+			fmt.Fprintf(&b, "  Work %s/%s of %s generation %d resourceVersion %s deleting %t: replicas %v\n", w.Namespace, w.Name,
+				w.Annotations[workv1alpha2.ResourceBindingNameAnnotationKey], w.Generation, w.ResourceVersion, w.DeletionTimestamp != nil, replicas)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstOver == "" {
+		s.firstOver = b.String()
+	}
+}
+
 // worst returns, per limited resource, the largest used + reserved and the largest placed seen, and hard.
 func (s *admissionSampler) worst() (admitted, placed, hard resources.List) {
 	s.mu.Lock()
@@ -131,8 +190,11 @@ func (s *admissionSampler) expectNeverAboveHard() {
 	Expect(s.samples.Load()).To(BeNumerically(">", 10), "the sampler read the quota and the bindings")
 	admitted, placed, hard := s.worst()
 	Expect(hard).NotTo(BeEmpty(), "the sampler read the quota's hard")
+	s.mu.Lock()
+	firstOver := s.firstOver
+	s.mu.Unlock()
 	for name, h := range hard {
-		Expect(admitted[name]).To(BeNumerically("<=", h), "used + reserved of %s exceeded hard", name)
+		Expect(admitted[name]).To(BeNumerically("<=", h), "used + reserved of %s exceeded hard; first seen %s", name, firstOver)
 		Expect(placed[name]).To(BeNumerically("<=", h), "the bindings placed more %s than hard", name)
 	}
 }

@@ -53,7 +53,7 @@ var _ = BeforeSuite(func() {
 		Expect(err).NotTo(HaveOccurred())
 		env, err = localkarmada.Up(ctx, localkarmada.Options{
 			Dir: tempRoot, ToolPath: filepath.SplitList(toolPath), KWOKStages: stages, Tied: true,
-			Progress: GinkgoWriter,
+			ContainerRuntime: os.Getenv("LOCAL_KARMADA_CONTAINER_RUNTIME"), Progress: GinkgoWriter,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		started = true

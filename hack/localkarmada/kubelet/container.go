@@ -213,17 +213,24 @@ type containerRun struct {
 	proc   *process
 	prober *prober
 	image  *image
-	env    []string
+	// container and runtime name the container under a container runtime; empty for a process.
+	container string
+	runtime   *Podman
+	env       []string
 	// workDir is the process's working folder; imageWorkDir the one the spec or image names.
 	workDir, imageWorkDir string
 	paths                 pathTranslator
 }
 
-// execIn runs a command as the container would (an exec probe): the program from the image, or from a volume
-// when its path is a mount path, with the container's environment and working folder.
+// execIn runs a command as the container would (an exec probe): in the container under a container runtime;
+// for a process, the program from the image, or from a volume when its path is a mount path, with the
+// container's environment and working folder.
 func (r *containerRun) execIn(ctx context.Context, command []string) ([]byte, error) {
 	if len(command) == 0 {
 		return nil, errors.New("no command specified")
+	}
+	if r.runtime != nil {
+		return r.runtime.exec(ctx, r.container, command)
 	}
 	argv := make([]string, len(command))
 	for i, a := range command {

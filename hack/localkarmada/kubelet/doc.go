@@ -1,5 +1,6 @@
 // Package kubelet is local-kubelet: the kubelet of one node whose pods run as local processes, for a test
-// cluster on a machine without containers. The local environment (hack/localkarmada) makes it the only node of
+// cluster on a machine without containers, or as containers under rootful podman where it is installed
+// (Config.Runtime; see "Under a container runtime" below). The local environment (hack/localkarmada) makes it the only node of
 // its host cluster, so karmada-quota's webhook and controller run there from the pod specs its chart renders:
 // their command, args, env and mounted Secrets, as in production.
 //
@@ -45,6 +46,8 @@
 //
 // # What differs, because there are no containers
 //
+// As processes (the default):
+//
 //   - No isolation: every process shares the machine's network, file system, users and PID space.
 //   - Ports: every declared containerPort is given a free port on 127.0.0.1, recorded on the pod in the annotation
 //     PortsAnnotation ({"<port name or number>": <local port>}). An argument whose value (the whole token, or what
@@ -72,10 +75,36 @@
 //     libraries, and a shell script's paths are the machine's.
 //   - The kubelet acts with the credentials it is given (the environment's admin), not as system:node under
 //     NodeRestriction, and writes the ports annotation, which a real kubelet may not.
-//   - Not supported: gRPC probes (they fail with a message), ephemeral containers, the kubelet API (kubectl
+//   - Not supported, as processes or containers: gRPC probes (they fail with a message), ephemeral containers, the kubelet API (kubectl
 //     logs/exec/port-forward: read the log files), termination messages, in-place resize, static pods, eviction,
 //     image pull secrets and pull policy (every policy looks in the image folders), emptyDir medium and sizeLimit,
 //     volume types other than those above (the pod fails, reason UnsupportedVolume, with a FailedMount event).
+//
+// # Under a container runtime
+//
+// With Config.Runtime set to RuntimePodman (local-kubelet --container-runtime podman, `make up
+// CONTAINER_RUNTIME=podman`), each container is a `podman run` with runc, storage of the kubelet's own under
+// <root dir>/podman: the image loaded once from its archive, then run by its ID. Everything above stays as it is
+// (images found in the image folders, environment, volumes written by the kubelet, probes, hooks, restarts,
+// status, events), except:
+//
+//   - Security context: enforced as a CRI runtime enforces it: runAsUser, runAsGroup, supplementalGroups and
+//     fsGroup (the volumes the kubelet writes get the fsGroup, readable by it, after every write), capabilities,
+//     privileged, allowPrivilegeEscalation, readOnlyRootFilesystem (no writable tmpfs added, as in Kubernetes) and
+//     seccomp (RuntimeDefault is podman's default profile; unset or Unconfined runs without one, the kubelet's
+//     default). What podman cannot say as Kubernetes means (runAsGroup without runAsUser, a Localhost seccomp
+//     profile) is a CreateContainerConfigError, never a weaker container.
+//   - Mounts: each volume is bind-mounted at its mountPath, read-only when the mount says so and always for
+//     Secret, ConfigMap, downward API and projected volumes, as the kubelet mounts them; paths are not rewritten,
+//     and the service account token is where Kubernetes puts it, so in-cluster configuration works.
+//   - Network: still the machine's (podman's host network), with the ports translated as for processes: the
+//     container listens on the local ports its listen addresses are rewritten to.
+//   - containerID is process://<pid> of the container's main process on this machine, which the kubelet signals
+//     (SIGTERM, the grace period, SIGKILL) as a runtime signals a container's init. Exec probes and hooks run with
+//     `podman exec`.
+//   - The containers do not die with the kubelet: the next local-kubelet removes what a dead one left before it
+//     starts any pod, and `make down` removes podman's storage.
+//   - Resources are still not enforced: no cgroup limits are set.
 //
 // # The service proxy
 //

@@ -47,9 +47,13 @@ type archive struct {
 type image struct {
 	// Digest is the image's manifest digest ("sha256:..."), reported as the container's imageID.
 	Digest string
-	Config v1.Config
-	store  *imageStore
-	img    v1.Image
+	// ID is the hex digest of the image's configuration, which a container runtime names a loaded image by.
+	ID string
+	// Archive is the file the image is in.
+	Archive string
+	Config  v1.Config
+	store   *imageStore
+	img     v1.Image
 }
 
 func newImageStore(dirs []string, cache string) *imageStore {
@@ -86,7 +90,7 @@ func (s *imageStore) resolve(ref string) (*image, error) {
 }
 
 func (s *imageStore) find(ref name.Reference) (*image, error) {
-	for _, a := range s.archives {
+	for file, a := range s.archives {
 		for _, tag := range a.tags {
 			switch r := ref.(type) {
 			case name.Tag:
@@ -103,14 +107,18 @@ func (s *imageStore) find(ref name.Reference) (*image, error) {
 					continue
 				}
 			}
-			return s.imageOf(a)
+			return s.imageOf(file, a)
 		}
 	}
 	return nil, fmt.Errorf("%w: no archive in %s has the tag %s", errImageNotFound, strings.Join(s.dirs, ", "), ref.Name())
 }
 
-func (s *imageStore) imageOf(a *archive) (*image, error) {
+func (s *imageStore) imageOf(file string, a *archive) (*image, error) {
 	digest, err := a.image.Digest()
+	if err != nil {
+		return nil, err
+	}
+	id, err := a.image.ConfigName()
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +126,7 @@ func (s *imageStore) imageOf(a *archive) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &image{Digest: digest.String(), Config: cfg.Config, store: s, img: a.image}, nil
+	return &image{Digest: digest.String(), ID: id.Hex, Archive: file, Config: cfg.Config, store: s, img: a.image}, nil
 }
 
 // rescan reads the manifests of archives that are new or changed since the last scan.

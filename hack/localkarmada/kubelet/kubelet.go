@@ -49,6 +49,9 @@ type Config struct {
 	ClusterDomain string
 	// Capacity is what the node offers; DefaultCapacity when empty.
 	Capacity corev1.ResourceList
+	// Runtime, when set (RuntimePodman), starts containers through that container runtime, its storage under
+	// <root dir>/podman, instead of as local processes.
+	Runtime string
 }
 
 // Kubelet plays the kubelet of one node whose pods are local processes, and the service network in front of
@@ -62,6 +65,8 @@ type Kubelet struct {
 	capacity   corev1.ResourceList
 	serviceEnv map[string]string
 	nodeUID    types.UID
+	// runtime starts the containers when set; nil runs them as processes.
+	runtime *Podman
 
 	secrets    corelisters.SecretLister
 	configMaps corelisters.ConfigMapLister
@@ -94,8 +99,18 @@ func New(cfg Config, client kubernetes.Interface) (*Kubelet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver URL %s has no port", cfg.APIServerURL)
 	}
+	var runtime *Podman
+	switch cfg.Runtime {
+	case "":
+	case RuntimePodman:
+		if runtime, err = NewPodman(filepath.Join(cfg.RootDir, "podman")); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown container runtime %q: local-kubelet runs containers as processes or under %q", cfg.Runtime, RuntimePodman)
+	}
 	return &Kubelet{
-		cfg: cfg, client: client,
+		cfg: cfg, client: client, runtime: runtime,
 		images:     newImageStore(cfg.ImageDirs, cfg.RootDir+"/images"),
 		tokens:     newTokenManager(client),
 		capacity:   cfg.Capacity,
@@ -108,6 +123,12 @@ func New(cfg Config, client kubernetes.Interface) (*Kubelet, error) {
 // pod's processes and returns.
 func (k *Kubelet) Run(ctx context.Context) error {
 	k.ctx = ctx
+	if k.runtime != nil {
+		// Before any pod starts: containers of a kubelet that died hold their pods' ports.
+		if err := k.runtime.RemoveContainers(ctx); err != nil {
+			return err
+		}
+	}
 	listener, err := net.Listen("tcp", k.cfg.ProxyAddress)
 	if err != nil {
 		return fmt.Errorf("service proxy: %w", err)

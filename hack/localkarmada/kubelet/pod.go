@@ -251,7 +251,8 @@ func (w *podWorker) setup(ctx context.Context, pod *corev1.Pod) {
 		kind, _ := kindOf(v)
 		pv := &podVolume{kind: kind, dir: filepath.Join(w.dir, "volumes", v.Name)}
 		if kind == volumeEmptyDir {
-			if err := os.MkdirAll(pv.dir, 0o777); err != nil {
+			// Exactly 0777, whatever the umask, as the kubelet makes it: the container's user writes there.
+			if err := os.MkdirAll(pv.dir, 0o777); err != nil || os.Chmod(pv.dir, 0o777) != nil {
 				return
 			}
 		} else if err := w.writeVolume(ctx, pod, v, pv); err != nil {
@@ -326,6 +327,11 @@ func (w *podWorker) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.
 	}
 	if _, err := writeAtomically(pv.dir, payload); err != nil {
 		return err
+	}
+	if sc := pod.Spec.SecurityContext; w.k.runtime != nil && sc != nil && sc.FSGroup != nil {
+		if err := applyFSGroup(pv.dir, *sc.FSGroup); err != nil {
+			return err
+		}
 	}
 	pv.written = payload
 	return nil
@@ -522,9 +528,9 @@ func fieldPathOf(c *containerState) string {
 	return fmt.Sprintf("spec.containers{%s}", c.spec.Name)
 }
 
-// startRun does what a container runtime does to start a container, translated to a local process: find the
-// image, check the security context, compute the environment and the command line, then start the program taken
-// out of the image.
+// startRun does what the kubelet does to start a container: find the image, check the security context, compute
+// the environment, the command line and the mounts, then start it, as a local process (startProcess) or through
+// the container runtime (startContainer), run its postStart hook and start its probes.
 func (w *podWorker) startRun(ctx context.Context, pod *corev1.Pod, c *containerState, attempt int32) (*containerRun, error) {
 	fieldPath := fieldPathOf(c)
 	img, err := w.k.images.resolve(c.spec.Image)
@@ -548,6 +554,49 @@ func (w *podWorker) startRun(ctx context.Context, pod *corev1.Pod, c *containerS
 	if err != nil {
 		return nil, err
 	}
+	logPath := ContainerLogPath(w.k.cfg.LogDir, pod.Namespace, pod.Name, pod.UID, c.spec.Name, attempt)
+	var run *containerRun
+	if w.k.runtime != nil {
+		run, err = w.startContainer(ctx, pod, c, img, env, argv, mounts, attempt, logPath)
+	} else {
+		run, err = w.startProcess(pod, c, img, env, argv, mounts, logPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	proc := run.proc
+	if hook := c.spec.Lifecycle; hook != nil && hook.PostStart != nil {
+		// As the kubelet: the container counts as started once its postStart hook has run; a failed hook kills it.
+		hookCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := run.runHook(hookCtx, hook.PostStart, &c.spec, w.local)
+		cancel()
+		if err != nil {
+			msg := fmt.Sprintf("PostStartHook failed: %v", err)
+			w.event(pod, fieldPath, corev1.EventTypeWarning, "FailedPostStartHook", msg, false)
+			proc.stop(gracePeriod(pod))
+			return nil, &startError{reason: "PostStartHookError", message: msg}
+		}
+	}
+	go func() {
+		// The worker acts on an exit at once rather than at its next tick.
+		<-proc.exited
+		w.notify()
+	}()
+	w.event(pod, fieldPath, corev1.EventTypeNormal, "Created", "Created container: "+c.spec.Name, false)
+	w.event(pod, fieldPath, corev1.EventTypeNormal, "Started", "Started container "+c.spec.Name, false)
+	spec := c.spec
+	run.prober = startProbes(probeTarget{
+		container: &spec, local: w.local, startedAt: proc.started, exec: run.execIn,
+		onResult: func(kind probeKind, success bool, output string, thresholdReached bool) {
+			w.probed(pod, &spec, run, kind, success, output, thresholdReached)
+		},
+	})
+	return run, nil
+}
+
+// startProcess starts a container as a local process: its mount paths and listen addresses translated to local
+// folders and ports, the program taken out of the image.
+func (w *podWorker) startProcess(pod *corev1.Pod, c *containerState, img *image, env []corev1.EnvVar, argv []string, mounts map[string]string, logPath string) (*containerRun, error) {
 	paths := newPathTranslator(mounts)
 	translated := make([]string, len(argv))
 	for i, a := range argv {
@@ -591,45 +640,18 @@ func (w *podWorker) startRun(ctx context.Context, pod *corev1.Pod, c *containerS
 	exe := translated[0]
 	if exe == argv[0] {
 		pathEnv, _ := lookupEnv(finalEnv, "PATH")
+		var err error
 		if exe, err = img.executable(argv[0], imageWorkDir, pathEnv); err != nil {
 			return nil, createError("failed to start container %q: %v", c.spec.Name, err)
 		}
 	}
-	logPath := ContainerLogPath(w.k.cfg.LogDir, pod.Namespace, pod.Name, pod.UID, c.spec.Name, attempt)
 	translated[0] = argv[0]
 	proc, err := startProcess(exe, translated, finalEnv, workDir, logPath)
 	if err != nil {
 		return nil, createError("failed to start container %q: %v", c.spec.Name, err)
 	}
-	run := &containerRun{proc: proc, image: img, env: finalEnv, workDir: workDir, imageWorkDir: imageWorkDir, paths: paths}
-	if hook := c.spec.Lifecycle; hook != nil && hook.PostStart != nil {
-		// As the kubelet: the container counts as started once its postStart hook has run; a failed hook kills it.
-		hookCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := run.runHook(hookCtx, hook.PostStart, &c.spec, w.local)
-		cancel()
-		if err != nil {
-			msg := fmt.Sprintf("PostStartHook failed: %v", err)
-			w.event(pod, fieldPath, corev1.EventTypeWarning, "FailedPostStartHook", msg, false)
-			proc.stop(gracePeriod(pod))
-			return nil, &startError{reason: "PostStartHookError", message: msg}
-		}
-	}
-	go func() {
-		// The worker acts on an exit at once rather than at its next tick.
-		<-proc.exited
-		w.notify()
-	}()
 	klog.InfoS("Started container", "pod", klog.KObj(pod), "container", c.spec.Name, "pid", proc.pid, "argv", translated)
-	w.event(pod, fieldPath, corev1.EventTypeNormal, "Created", "Created container: "+c.spec.Name, false)
-	w.event(pod, fieldPath, corev1.EventTypeNormal, "Started", "Started container "+c.spec.Name, false)
-	spec := c.spec
-	run.prober = startProbes(probeTarget{
-		container: &spec, local: w.local, startedAt: proc.started, exec: run.execIn,
-		onResult: func(kind probeKind, success bool, output string, thresholdReached bool) {
-			w.probed(pod, &spec, run, kind, success, output, thresholdReached)
-		},
-	})
-	return run, nil
+	return &containerRun{proc: proc, image: img, env: finalEnv, workDir: workDir, imageWorkDir: imageWorkDir, paths: paths}, nil
 }
 
 // probed acts on a probe result: events for failures, and a liveness or startup failure kills the container,

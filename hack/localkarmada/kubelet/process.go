@@ -16,9 +16,14 @@ import (
 )
 
 // process is one run of a container: a local process in its own process group, so a signal reaches whatever it
-// forked, started with a parent-death signal, so nothing outlives the kubelet.
+// forked, started with a parent-death signal, so nothing outlives the kubelet; or, under a container runtime, the
+// container's main process, which the kubelet signals as a runtime signals a container.
 type process struct {
-	pid     int
+	// pid is the process the kubelet signals and reports; with group set, its whole process group.
+	pid   int
+	group bool
+	// client is the process the kubelet started and waits for: pid itself, or the runtime's client.
+	client  int
 	started time.Time
 	// exited is closed once the process has been reaped; exitCode and finished are set before.
 	exited   chan struct{}
@@ -44,6 +49,14 @@ func (p *process) containerID() string { return ContainerIDPrefix + strconv.Itoa
 // startProcess runs path with argv (argv[0] is the name the program sees), env and working folder, its output
 // appended to logPath.
 func startProcess(path string, argv, env []string, dir, logPath string) (*process, error) {
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return startCommand(cmd, logPath, "")
+}
+
+// startCommand starts cmd in a process group of its own with its output appended to logPath after header, and
+// reaps it when it exits.
+func startCommand(cmd *exec.Cmd, logPath, header string) (*process, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}
@@ -52,12 +65,19 @@ func startProcess(path string, argv, env []string, dir, logPath string) (*proces
 		return nil, err
 	}
 	defer log.Close()
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, Stdout: log, Stderr: log}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if _, err := log.WriteString(header); err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{})}
+	pid := cmd.Process.Pid
+	p := &process{pid: pid, group: true, client: pid, started: time.Now(), exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		p.finished = time.Now()
@@ -88,22 +108,31 @@ func (p *process) done() bool {
 	}
 }
 
-// stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs the group, and returns once the
-// process is reaped.
+// stop sends SIGTERM to the process (group), waits up to grace, then SIGKILLs it, and returns once the process
+// the kubelet started is reaped.
 func (p *process) stop(grace time.Duration) {
 	if p.done() {
 		return
 	}
-	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	_ = p.signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
-		// Whatever the process forked and left behind goes with it.
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		if p.group {
+			// Whatever the process forked and left behind goes with it (a container's go with the container).
+			_ = p.signal(syscall.SIGKILL)
+		}
 		return
 	case <-time.After(grace):
 	}
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	_ = p.signal(syscall.SIGKILL)
 	<-p.exited
+}
+
+func (p *process) signal(sig syscall.Signal) error {
+	if p.group {
+		return syscall.Kill(-p.pid, sig)
+	}
+	return syscall.Kill(p.pid, sig)
 }
 
 // terminated is the container state of an exited run.

@@ -49,6 +49,7 @@ func run(args []string) error {
 	toolPath := fset.String("tool-path", "", "Colon-separated folders holding the binaries, first match wins.")
 	stages := fset.String("kwok-stages", "", "KWOK stage configuration file.")
 	members := fset.Int("members", 2, "Member clusters to start and join.")
+	runtime := fset.String("container-runtime", "", "Run the host cluster's pods as containers under this runtime (podman) instead of as local processes.")
 	if err := fset.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func run(args []string) error {
 		}
 		env, err := localkarmada.Up(ctx, localkarmada.Options{
 			Dir: abs, ToolPath: filepath.SplitList(*toolPath), KWOKStages: *stages, Members: *members,
-			SupervisorCommand: supervisor, Progress: os.Stdout,
+			SupervisorCommand: supervisor, ContainerRuntime: *runtime, Progress: os.Stdout,
 		})
 		if err != nil {
 			return err
@@ -112,13 +113,17 @@ func printWelcome(env *localkarmada.Environment) {
 	}
 	// `make up` links the cached karmadactl into bin/.
 	karmadactl := "bin/karmadactl --kubeconfig " + env.Karmada.Kubeconfig
+	podsRun := "as local processes"
+	if env.HostKubelet.Runtime != "" {
+		podsRun = "as containers under " + env.HostKubelet.Runtime
+	}
 	fmt.Printf(`
 Karmada is up with %d member clusters and karmada-quota installed (%d processes).
 
 kubeconfigs
   karmada  %s
 %s
-  host     %s (node %s: pods run as local processes)
+  host     %s (node %s: pods run %s)
 logs       %s
 
 try
@@ -128,5 +133,5 @@ try
   make down       # stop everything make up started
 (a process that exits is restarted, with back-off; logs/supervisor.log and each process's log say when)
 `, len(env.Members), len(env.Processes), env.Karmada.Kubeconfig, strings.Join(members, "\n"),
-		env.Host.Kubeconfig, env.HostKubelet.Node, filepath.Join(env.Dir, "logs"), karmadactl, karmadactl)
+		env.Host.Kubeconfig, env.HostKubelet.Node, podsRun, filepath.Join(env.Dir, "logs"), karmadactl, karmadactl)
 }

@@ -1,10 +1,11 @@
 // Command local-kubelet plays the only node of the local environment's host cluster: it runs the pods scheduled
-// to it as local processes, from docker-archive images, and serves the host's Services to clients outside the
+// to it as local processes, or as containers under podman, from docker-archive images, and serves the host's Services to clients outside the
 // cluster through an HTTP CONNECT proxy. See hack/localkarmada/kubelet for what it does and how it differs from a
 // real kubelet.
 //
 //	local-kubelet --kubeconfig FILE --node-name NAME --root-dir DIR --image-dir DIR [--image-dir DIR ...]
 //	              --proxy-address 127.0.0.1:PORT --apiserver-url https://127.0.0.1:PORT --apiserver-ca FILE
+//	              [--container-runtime podman]
 package main
 
 import (
@@ -42,6 +43,7 @@ func main() {
 	flag.StringVar(&cfg.APIServerURL, "apiserver-url", "", "URL of the host apiserver, as pods are told it.")
 	flag.StringVar(&cfg.APIServerCA, "apiserver-ca", "", "CA of the host apiserver, for the kubeconfig given to pods.")
 	flag.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "DNS suffix of Service names.")
+	flag.StringVar(&cfg.Runtime, "container-runtime", "", "Start containers through this runtime ("+kubelet.RuntimePodman+", rootful, storage under <root-dir>/podman) instead of as local processes.")
 	klog.InitFlags(flag.CommandLine)
 	flag.Parse()
 	cfg.ImageDirs = imageDirs
