@@ -48,7 +48,9 @@ type Options struct {
 // NewOptions returns the defaults. The lease timings are Kubernetes' own controller defaults.
 func NewOptions() *Options {
 	return &Options{
-		Common:                  command.NewCommon(50, 100),
+		// A cold recount writes the first status of every quota: at 50/s, 10,000 quotas took 3 minutes. Its
+		// requests in flight are bounded by --workers; the apiserver's priority and fairness queues them.
+		Common:                  command.NewCommon(500, 1000),
 		LeaderElect:             true,
 		LeaderElectionNamespace: "karmada-system",
 		LeaderElectionID:        "karmada-quota-controller",
