@@ -244,11 +244,7 @@ func (e *Environment) Down() error {
 	}
 	if e.HostKubelet.Runtime != "" {
 		// The kubelet stopped its containers; what a killed kubelet left, and the image layers, podman removes.
-		podman, err := kubelet.NewPodman(filepath.Join(e.HostKubelet.RootDir, "podman"))
-		if err == nil {
-			err = podman.Reset(context.Background())
-		}
-		if err != nil {
+		if err := kubelet.RemoveContainerStorage(context.Background(), e.HostKubelet.RootDir); err != nil {
 			return fmt.Errorf("removing the host's containers: %w", err)
 		}
 	}

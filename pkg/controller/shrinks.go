@@ -34,8 +34,8 @@ import (
 // it. What is left open is a recount already running when the informer stores the shrunk binding, which can list it
 // before the shrink is noted; the recount the shrink queues then reads the Work and corrects the count.
 
-// shrinks remembers, by binding UID, the clusters a binding shrank on whose Works the Work view may not have
-// caught up with.
+// shrinks remembers, by binding UID and cluster, the resourceVersion the Work view must reach before it is trusted
+// again for that binding's Work there.
 type shrinks struct {
 	mu    sync.Mutex
 	byUID map[types.UID]map[string]string
@@ -45,9 +45,9 @@ func newShrinks() *shrinks {
 	return &shrinks{byUID: map[types.UID]map[string]string{}}
 }
 
-// observe notes the member clusters on which an updated binding is charged less of some resource than before while
-// still placed there, with the resourceVersion of the update: the Work view must reach it before the room counts
-// as free. A cluster the binding leaves altogether is a move, charged nothing more at once (quota.Targets).
+// observe notes the member clusters an updated binding still targets (quota.Targets: the clusters whose Work the
+// recount charges) and is charged less of some resource on than before, with the resourceVersion of the update:
+// the Work view must reach it before the room counts as free.
 func (s *shrinks) observe(old, updated *workv1alpha2.ResourceBinding) {
 	before, err := usage.Of(old)
 	if err != nil {
@@ -60,12 +60,11 @@ func (s *shrinks) observe(old, updated *workv1alpha2.ResourceBinding) {
 	was, is := before.Charge(usage.Selector{}).Clusters, after.Charge(usage.Selector{}).Clusters
 	var shrunk []string
 	for cluster, used := range was {
-		now, placed := is[cluster]
-		if !placed || !quota.Targets(updated, cluster) {
+		if !quota.Targets(updated, cluster) {
 			continue
 		}
 		for name, v := range used {
-			if now[name] < v {
+			if is[cluster][name] < v {
 				shrunk = append(shrunk, cluster)
 				break
 			}
@@ -93,40 +92,46 @@ func (s *shrinks) forget(uid types.UID) {
 	delete(s.byUID, uid)
 }
 
-// pending returns the clusters of rb whose Work the view must be checked against, each with the resourceVersion it
-// must reach.
-func (s *shrinks) pending(uid types.UID) map[string]string {
+// shrink is one binding's cluster whose Work the view must be checked against: it must hold the Work at
+// resourceVersion rv or later.
+type shrink struct {
+	binding     *workv1alpha2.ResourceBinding
+	cluster, rv string
+}
+
+// of returns the shrinks of bindings, under one lock: a recount runs this for every namespace it counts, and
+// almost always finds none.
+func (s *shrinks) of(bindings []workv1alpha2.ResourceBinding) []shrink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]string, len(s.byUID[uid]))
-	for c, rv := range s.byUID[uid] {
-		out[c] = rv
+	if len(s.byUID) == 0 {
+		return nil
+	}
+	var out []shrink
+	for i := range bindings {
+		for cluster, rv := range s.byUID[bindings[i].UID] {
+			out = append(out, shrink{binding: &bindings[i], cluster: cluster, rv: rv})
+		}
 	}
 	return out
 }
 
-// caughtUp records that the view holds the Work of uid on cluster at resourceVersion at least rv: nothing of the
-// shrink is left to check there. A newer shrink recorded meanwhile stays.
-func (s *shrinks) caughtUp(uid types.UID, cluster, rv string) {
+// advance moves sh on to resourceVersion to (the Work read from the apiserver), or drops it when to is empty (the
+// view has caught up), unless a newer shrink was noted meanwhile.
+func (s *shrinks) advance(sh shrink, to string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	clusters := s.byUID[uid]
-	if clusters[cluster] != rv {
+	clusters := s.byUID[sh.binding.UID]
+	if clusters[sh.cluster] != sh.rv {
 		return
 	}
-	delete(clusters, cluster)
-	if len(clusters) == 0 {
-		delete(s.byUID, uid)
+	if to != "" {
+		clusters[sh.cluster] = to
+		return
 	}
-}
-
-// raise records that the view must reach rv on cluster, a Work read from the apiserver after the shrink, unless a
-// newer shrink was recorded meanwhile.
-func (s *shrinks) raise(uid types.UID, cluster, from, rv string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if clusters := s.byUID[uid]; clusters != nil && clusters[cluster] == from {
-		clusters[cluster] = rv
+	delete(clusters, sh.cluster)
+	if len(clusters) == 0 {
+		delete(s.byUID, sh.binding.UID)
 	}
 }
 
@@ -138,65 +143,65 @@ func (r *QuotaReconciler) freshWorks(ctx context.Context, bindings []workv1alpha
 	if r.works == nil || r.shrinks == nil {
 		return works, nil
 	}
-	var byName map[string]*workv1alpha2.ResourceBinding
-	for i := range bindings {
-		rb := &bindings[i]
-		for cluster, rv := range r.shrinks.pending(rb.UID) {
-			namespace := names.GenerateExecutionSpaceName(cluster)
-			name := names.GenerateWorkName(rb.Spec.Resource.Kind, rb.Spec.Resource.Name, rb.Spec.Resource.Namespace)
-			if cached, ok := r.works.known(namespace + "/" + name); ok {
-				if w, isWork := cached.(*askingWork); isWork && !lastwrite.Newer(rv, w.ResourceVersion) {
-					r.shrinks.caughtUp(rb.UID, cluster, rv)
-					continue
-				}
-			}
-			var work workv1alpha1.Work
-			err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &work)
-			if apierrors.IsNotFound(err) {
-				// No Work there now: the binding alone is charged. Once the view holds none either, it agrees.
-				works = withoutWork(works, namespace, name)
-				if _, cached := r.works.known(namespace + "/" + name); !cached {
-					r.shrinks.caughtUp(rb.UID, cluster, rv)
-				}
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("reading Work %s/%s, which the binding %s shrank past: %w", namespace, name, rb.Name, err)
-			}
-			trimmed, err := r.works.trim(&work)
-			if err != nil {
-				return nil, err
-			}
-			asking, ok := trimmed.(*askingWork)
-			if !ok {
-				continue
-			}
-			if byName == nil {
-				byName = make(map[string]*workv1alpha2.ResourceBinding, len(bindings))
-				for j := range bindings {
-					byName[bindings[j].Name] = &bindings[j]
-				}
-			}
-			observed, err := r.works.observeWork(ctx, asking, byName)
-			if err != nil {
-				return nil, err
-			}
-			works = append(withoutWork(works, namespace, name), observed)
-			r.shrinks.raise(rb.UID, cluster, rv, work.ResourceVersion)
-			klog.FromContext(ctx).V(2).Info("Work read from the apiserver: its binding shrank before the Work view caught up",
-				"work", klog.KObj(&work), "binding", klog.KObj(rb), "bindingResourceVersion", rv, "workResourceVersion", work.ResourceVersion)
-		}
+	pending := r.shrinks.of(bindings)
+	if len(pending) == 0 {
+		return works, nil
 	}
-	return works, nil
-}
-
-// withoutWork is works without the Work namespace/name.
-func withoutWork(works []quota.ObservedWork, namespace, name string) []quota.ObservedWork {
-	out := works[:0:0]
+	// The Works read here, by namespace/name, replace the view's.
+	replaced := map[string]*quota.ObservedWork{}
+	for _, sh := range pending {
+		rb := sh.binding
+		namespace := names.GenerateExecutionSpaceName(sh.cluster)
+		name := names.GenerateWorkName(rb.Spec.Resource.Kind, rb.Spec.Resource.Name, rb.Spec.Resource.Namespace)
+		key := namespace + "/" + name
+		cached, inView := r.works.known(key)
+		if w, ok := cached.(*askingWork); inView && ok && !lastwrite.Newer(sh.rv, w.ResourceVersion) {
+			r.shrinks.advance(sh, "")
+			continue
+		}
+		var work workv1alpha1.Work
+		err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &work)
+		if apierrors.IsNotFound(err) {
+			// No Work there now: the binding alone is charged. Once the view holds none either, it agrees.
+			replaced[key] = nil
+			if !inView {
+				r.shrinks.advance(sh, "")
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading Work %s, which the binding %s shrank past: %w", key, rb.Name, err)
+		}
+		trimmed, err := r.works.trim(&work)
+		if err != nil {
+			return nil, err
+		}
+		asking, ok := trimmed.(*askingWork)
+		if !ok {
+			continue
+		}
+		observed, err := r.works.observeWork(ctx, asking, rb)
+		if err != nil {
+			return nil, err
+		}
+		replaced[key] = &observed
+		r.shrinks.advance(sh, work.ResourceVersion)
+		klog.FromContext(ctx).V(2).Info("Work read from the apiserver: its binding shrank before the Work view caught up",
+			"work", key, "binding", klog.KObj(rb), "bindingResourceVersion", sh.rv, "workResourceVersion", work.ResourceVersion)
+	}
+	if len(replaced) == 0 {
+		return works, nil
+	}
+	out := works[:0]
 	for _, w := range works {
-		if w.Namespace != namespace || w.Name != name {
+		if _, ok := replaced[w.Namespace+"/"+w.Name]; !ok {
 			out = append(out, w)
 		}
 	}
-	return out
+	for _, w := range replaced {
+		if w != nil {
+			out = append(out, *w)
+		}
+	}
+	return out, nil
 }

@@ -128,6 +128,13 @@ func TestShrinkWaitsForTheWorkAsItIs(t *testing.T) {
 			if want := resource.MustParse(tc.wantUsed); used.Cmp(want) != 0 {
 				t.Errorf("status.used cpu = %s, want %s", used.String(), tc.wantUsed)
 			}
+			if tc.shrinkNoted {
+				// Until the view holds the Work as read, the next recount reads it again.
+				pending := f.reconciler.shrinks.of([]workv1alpha2.ResourceBinding{*shrunk})
+				if len(pending) != 1 || pending[0].rv != work.ResourceVersion {
+					t.Errorf("after the read, the shrink waits for %v, want the view to reach the Work's resourceVersion %s", pending, work.ResourceVersion)
+				}
+			}
 		})
 	}
 }
@@ -150,7 +157,10 @@ func TestShrinksNoteOnlyClustersKeptSmaller(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newShrinks()
 			s.observe(old, tc.updated)
-			got := s.pending(tc.updated.UID)
+			got := map[string]string{}
+			for _, sh := range s.of([]workv1alpha2.ResourceBinding{*tc.updated}) {
+				got[sh.cluster] = sh.rv
+			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("noted %v, want %v", got, tc.want)
 			}

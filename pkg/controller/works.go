@@ -232,7 +232,8 @@ func (v *workView) observe(ctx context.Context, namespace string, bindings []wor
 	}
 	out := make([]quota.ObservedWork, 0, len(items))
 	for _, item := range items {
-		observed, err := v.observeWork(ctx, item.(*askingWork), byName)
+		w := item.(*askingWork)
+		observed, err := v.observeWork(ctx, w, byName[w.Binding.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -241,8 +242,9 @@ func (v *workView) observe(ctx context.Context, namespace string, bindings []wor
 	return out, nil
 }
 
-// observeWork is what one Work asks its member to run, read for its binding among byName (observe).
-func (v *workView) observeWork(ctx context.Context, w *askingWork, byName map[string]*workv1alpha2.ResourceBinding) (quota.ObservedWork, error) {
+// observeWork is what one Work asks its member to run, read for rb, the binding of its name (nil when none is
+// observed): observed, and counted with its binding once that is.
+func (v *workView) observeWork(ctx context.Context, w *askingWork, rb *workv1alpha2.ResourceBinding) (quota.ObservedWork, error) {
 	observed := quota.ObservedWork{
 		Namespace: w.Namespace, Name: w.Name, UID: w.UID, Generation: w.Generation,
 		Binding: w.Binding.Name, BindingID: w.BindingID, Cluster: w.Cluster,
@@ -250,7 +252,6 @@ func (v *workView) observeWork(ctx context.Context, w *askingWork, byName map[st
 	if w.Unreadable != "" {
 		klog.FromContext(ctx).V(2).Info("Work counted as asking nothing beyond its binding: unreadable", "work", klog.KObj(w), "reason", w.Unreadable)
 	}
-	rb := byName[w.Binding.Name]
 	if rb == nil || !quota.RenderedFrom(rb, w.BindingID) {
 		return observed, nil
 	}

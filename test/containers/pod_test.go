@@ -76,11 +76,7 @@ func startNode(t *testing.T, cfg *rest.Config, imagesDir string) *node {
 		if err := <-stopped; err != nil {
 			t.Errorf("local-kubelet: %v", err)
 		}
-		podman, err := kubelet.NewPodman(filepath.Join(root, "kubelet", "podman"))
-		if err == nil {
-			err = podman.Reset(context.Background())
-		}
-		if err != nil {
+		if err := kubelet.RemoveContainerStorage(context.Background(), filepath.Join(root, "kubelet")); err != nil {
 			t.Errorf("removing podman's storage: %v", err)
 		}
 		if err := os.RemoveAll(root); err != nil {

@@ -858,8 +858,9 @@ func expectMembersRunPlaced(ns string) (orphans map[string][]string) {
 // its execution controller applies a Work to the member just as the Work is deleted, before marking it Applied,
 // and so does not delete what it applied. Either way the workload keeps running in the member with nothing placed,
 // and nothing charged, as no binding asks for it: a Work left without a deletionTimestamp after its template and
-// binding were deleted within milliseconds of its creation (karmada-io/karmada#7896, open; #4483 before it). That is Karmada's, and what a quota makes of it is issue 15's
-// business (what the members run); here it is counted and reported, not hidden. Karmada's annotation on what it
+// binding were deleted within milliseconds of its creation (karmada-io/karmada#7896, open; #4483 before it). That
+// is Karmada's, and what a quota makes of it is issue 15's business (what the members run); here it is counted and
+// reported, not hidden. Karmada's annotation on what it
 // applies names the binding.
 func orphanedWorkloads(g Gomega, ns string, bindings []workv1alpha2.ResourceBinding) map[string][]string {
 	alive := map[string]bool{}
@@ -1147,6 +1148,21 @@ var _ = ReportAfterSuite("fault figures", func(report Report) {
 })
 
 // faultsDoc renders docs/faults.md from the figures of the faults that ran.
+// faultsMethod is how every fault is judged, after the sizes faultsDoc writes before it.
+const faultsMethod = `every 50 ms throughout; once the load had ended and the fault was healed, each run waited for every binding to
+end scheduled or refused, for the quota to hold no reservation with ` + "`status.used` and `status.clusters`" + ` equal to
+the bindings' usage computed from scratch, and for the members to run exactly what is placed. That last check
+fails a run after the webhook and controller faults; after the faults that take part of Karmada away it is
+Karmada's own convergence, and a divergence is reported under the fault instead, with Karmada's open issues
+(karmada-io/karmada#2989: Works not synced while their cluster is not ready; #5071: what a binding moved away
+from is left in the member). Workloads Karmada left running for bindings that are gone (karmada-io/karmada#7896)
+are left out of the comparison and listed.
+A run also fails unless the quota was contended (the scheduler saw refusals, and used + reserved came within
+one replica's charge of hard), and when any of Karmada's placements failed for want of a webhook's decision
+outside an outage of the karmada-apiserver or its etcd, bar the calls in flight to a killed webhook replica (which
+end in EOF, and the karmada-apiserver does not retry).
+`
+
 func faultsDoc(figures []faultFigures, report Report) string {
 	sort.SliceStable(figures, func(i, j int) bool { return faultOrder(figures[i].Fault) < faultOrder(figures[j].Fault) })
 	command := os.Getenv("FAULT_COMMAND")
@@ -1163,18 +1179,7 @@ func faultsDoc(figures []faultFigures, report Report) string {
 	fmt.Fprintf(&b, "their PropagationPolicies, a third Duplicated on both members and the rest Divided, scaling them between 0 and 4\n")
 	fmt.Fprintf(&b, "replicas of 500m or 1 CPU, deleting them; at most %d at once), %g per second or spread over the time the fault\n", faultMaxLive, faultRate)
 	fmt.Fprintf(&b, "needs, into a namespace whose quota (`%s`) part of the load exceeds. A sampler read the quota and the bindings\n", quotaString(faultHard()))
-	fmt.Fprintf(&b, "every 50 ms throughout; once the load had ended and the fault was healed, each run waited for every binding to\n")
-	fmt.Fprintf(&b, "end scheduled or refused, for the quota to hold no reservation with `status.used` and `status.clusters` equal to\n")
-	fmt.Fprintf(&b, "the bindings' usage computed from scratch, and for the members to run exactly what is placed. That last check\n")
-	fmt.Fprintf(&b, "fails a run after the webhook and controller faults; after the faults that take part of Karmada away it is\n")
-	fmt.Fprintf(&b, "Karmada's own convergence, and a divergence is reported under the fault instead, with Karmada's open issues\n")
-	fmt.Fprintf(&b, "(karmada-io/karmada#2989: Works not synced while their cluster is not ready; #5071: what a binding moved away\n")
-	fmt.Fprintf(&b, "from is left in the member). Workloads Karmada left running for bindings that are gone (karmada-io/karmada#7896)\n")
-	fmt.Fprintf(&b, "are left out of the comparison and listed.\n")
-	fmt.Fprintf(&b, "A run also fails unless the quota was contended (the scheduler saw refusals, and used + reserved came within\n")
-	fmt.Fprintf(&b, "one replica's charge of hard), and when any of Karmada's placements failed for want of a webhook's decision\n")
-	fmt.Fprintf(&b, "outside an outage of the karmada-apiserver or its etcd, bar the calls in flight to a killed webhook replica (which\n")
-	fmt.Fprintf(&b, "end in EOF, and the karmada-apiserver does not retry).\n\n")
+	b.WriteString(faultsMethod + "\n")
 
 	b.WriteString("| fault | operations (create/scale/delete) | failed | scheduler: scheduled / refused / failed otherwise | bindings ended: scheduled / refused | max used+reserved (cpu, pods) | max placed (cpu, pods) | hard | load | settled in |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")

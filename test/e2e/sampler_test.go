@@ -46,7 +46,8 @@ type admissionSampler struct {
 	// limited resource; hard is spec.hard when last read.
 	admitted, placed, hard resources.List
 	// firstOver describes the first sample in which used + reserved exceeded hard: the status, the bindings and
-	// the Works of the namespace then, for the failure message.
+	// the Works of the namespace then, for the failure message. Written by the sampling goroutine only, read once
+	// it is done.
 	firstOver string
 
 	stop      chan struct{}
@@ -100,9 +101,8 @@ func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []work
 		return
 	}
 	for name, h := range hard {
-		if admitted[name] > h {
-			s.noteOver(q, bindings)
-			break
+		if admitted[name] > h && s.firstOver == "" {
+			s.firstOver = describeOver(q, bindings)
 		}
 	}
 	placed := resources.List{}
@@ -127,15 +127,9 @@ func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []work
 	}
 }
 
-// noteOver keeps, once, what the first sample above hard saw: the status, what each binding places, and what each
-// Work of the namespace asks, for the failure to say which of them the status counted.
-func (s *admissionSampler) noteOver(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) {
-	s.mu.Lock()
-	noted := s.firstOver != ""
-	s.mu.Unlock()
-	if noted {
-		return
-	}
+// describeOver is what a sample above hard saw: the status, what each binding places, and what each Work of the
+// namespace asks, for the failure to say which of them the status counted.
+func describeOver(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "at %s, quota resourceVersion %s: used %v, reserved %v, %d reservations\n", time.Now().Format("15:04:05.000"),
 		q.ResourceVersion, q.Status.Used, q.Status.Reserved, len(q.Status.Reservations))
@@ -168,11 +162,7 @@ func (s *admissionSampler) noteOver(q *quotav1alpha1.KarmadaQuota, bindings []wo
 				w.Annotations[workv1alpha2.ResourceBindingNameAnnotationKey], w.Generation, w.ResourceVersion, w.DeletionTimestamp != nil, replicas)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.firstOver == "" {
-		s.firstOver = b.String()
-	}
+	return b.String()
 }
 
 // worst returns, per limited resource, the largest used + reserved and the largest placed seen, and hard.
@@ -190,11 +180,8 @@ func (s *admissionSampler) expectNeverAboveHard() {
 	Expect(s.samples.Load()).To(BeNumerically(">", 10), "the sampler read the quota and the bindings")
 	admitted, placed, hard := s.worst()
 	Expect(hard).NotTo(BeEmpty(), "the sampler read the quota's hard")
-	s.mu.Lock()
-	firstOver := s.firstOver
-	s.mu.Unlock()
 	for name, h := range hard {
-		Expect(admitted[name]).To(BeNumerically("<=", h), "used + reserved of %s exceeded hard; first seen %s", name, firstOver)
+		Expect(admitted[name]).To(BeNumerically("<=", h), "used + reserved of %s exceeded hard; first seen %s", name, s.firstOver)
 		Expect(placed[name]).To(BeNumerically("<=", h), "the bindings placed more %s than hard", name)
 	}
 }

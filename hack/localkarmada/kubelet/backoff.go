@@ -13,7 +13,7 @@ const (
 
 // CrashBackoff is the back-off of one restarted program (flowcontrol.Backoff as the kubelet's doBackOff uses it):
 // the first restart is immediate, the next ones wait Initial, doubling up to Max; one that ran for ResetAfter since
-// its last restart starts over. Zero limits are the kubelet's. The local environment's supervisor restarts its
+// its last restart starts over. A container's is ContainerBackoff; the local environment's supervisor restarts its
 // processes by the same rule, with limits of its own.
 type CrashBackoff struct {
 	Initial, Max, ResetAfter time.Duration
@@ -24,17 +24,14 @@ type CrashBackoff struct {
 	restarted   bool
 }
 
-func (b *CrashBackoff) limits() (initial, most, resetAfter time.Duration) {
-	if b.Initial == 0 {
-		return backoffInitial, backoffMax, backoffResetAfter
-	}
-	return b.Initial, b.Max, b.ResetAfter
+// ContainerBackoff is the kubelet's back-off for a container.
+func ContainerBackoff() CrashBackoff {
+	return CrashBackoff{Initial: backoffInitial, Max: backoffMax, ResetAfter: backoffResetAfter}
 }
 
 // Wait is how long a restart after an exit at finished must still wait at now.
 func (b *CrashBackoff) Wait(finished, now time.Time) time.Duration {
-	_, _, resetAfter := b.limits()
-	if !b.restarted || finished.Sub(b.lastRestart) > resetAfter {
+	if !b.restarted || finished.Sub(b.lastRestart) > b.ResetAfter {
 		return 0
 	}
 	return max(0, b.delay-now.Sub(finished))
@@ -43,12 +40,11 @@ func (b *CrashBackoff) Wait(finished, now time.Time) time.Duration {
 // Restart records a restart at now of a program that exited at finished, and doubles the next wait unless the
 // program had run long enough to start over.
 func (b *CrashBackoff) Restart(finished, now time.Time) {
-	initial, most, resetAfter := b.limits()
 	switch {
-	case !b.restarted || finished.Sub(b.lastRestart) > resetAfter:
-		b.delay = initial
+	case !b.restarted || finished.Sub(b.lastRestart) > b.ResetAfter:
+		b.delay = b.Initial
 	default:
-		b.delay = min(2*b.delay, most)
+		b.delay = min(2*b.delay, b.Max)
 	}
 	b.restarted, b.lastRestart = true, now
 }

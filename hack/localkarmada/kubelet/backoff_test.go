@@ -35,7 +35,7 @@ func TestCrashBackoff(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var b CrashBackoff
+			b := ContainerBackoff()
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			var got []time.Duration
 			for _, run := range tc.runs {

@@ -215,7 +215,7 @@ type containerRun struct {
 	image  *image
 	// container and runtime name the container under a container runtime; empty for a process.
 	container string
-	runtime   *Podman
+	runtime   *podman
 	env       []string
 	// workDir is the process's working folder; imageWorkDir the one the spec or image names.
 	workDir, imageWorkDir string

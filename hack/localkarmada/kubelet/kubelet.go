@@ -66,7 +66,7 @@ type Kubelet struct {
 	serviceEnv map[string]string
 	nodeUID    types.UID
 	// runtime starts the containers when set; nil runs them as processes.
-	runtime *Podman
+	runtime *podman
 
 	secrets    corelisters.SecretLister
 	configMaps corelisters.ConfigMapLister
@@ -99,11 +99,11 @@ func New(cfg Config, client kubernetes.Interface) (*Kubelet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver URL %s has no port", cfg.APIServerURL)
 	}
-	var runtime *Podman
+	var runtime *podman
 	switch cfg.Runtime {
 	case "":
 	case RuntimePodman:
-		if runtime, err = NewPodman(filepath.Join(cfg.RootDir, "podman")); err != nil {
+		if runtime, err = newPodman(runtimeDir(cfg.RootDir)); err != nil {
 			return nil, err
 		}
 	default:
@@ -125,7 +125,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.ctx = ctx
 	if k.runtime != nil {
 		// Before any pod starts: containers of a kubelet that died hold their pods' ports.
-		if err := k.runtime.RemoveContainers(ctx); err != nil {
+		if err := k.runtime.removeContainers(ctx); err != nil {
 			return err
 		}
 	}

@@ -100,7 +100,8 @@ func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
 		previous[s.Name] = s
 	}
 	add := func(c corev1.Container, init bool) *containerState {
-		cs := &containerState{spec: c, init: init, sidecar: init && ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways}
+		cs := &containerState{spec: c, init: init, sidecar: init && ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways,
+			crash: ContainerBackoff()}
 		cs.state.Waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
 		if !init {
 			cs.state.Waiting.Reason = "ContainerCreating"

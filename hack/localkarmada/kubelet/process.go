@@ -19,11 +19,10 @@ import (
 // forked, started with a parent-death signal, so nothing outlives the kubelet; or, under a container runtime, the
 // container's main process, which the kubelet signals as a runtime signals a container.
 type process struct {
-	// pid is the process the kubelet signals and reports; with group set, its whole process group.
-	pid   int
-	group bool
-	// client is the process the kubelet started and waits for: pid itself, or the runtime's client.
-	client  int
+	// pid is the process the kubelet signals and reports; with group set, its whole process group. Under a
+	// container runtime it is the container's main process, not the runtime's client the kubelet waits for.
+	pid     int
+	group   bool
 	started time.Time
 	// exited is closed once the process has been reaped; exitCode and finished are set before.
 	exited   chan struct{}
@@ -76,8 +75,7 @@ func startCommand(cmd *exec.Cmd, logPath, header string) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	pid := cmd.Process.Pid
-	p := &process{pid: pid, group: true, client: pid, started: time.Now(), exited: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, group: true, started: time.Now(), exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		p.finished = time.Now()

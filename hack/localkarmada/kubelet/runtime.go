@@ -23,7 +23,7 @@ import (
 // RuntimePodman names the container runtime local-kubelet can start containers through (Config.Runtime).
 const RuntimePodman = "podman"
 
-// Podman is a container runtime for the kubelet: rootful podman with the settings this kind of machine needs, and
+// podman is a container runtime for the kubelet: rootful podman with the settings this kind of machine needs, and
 // a storage of its own under one folder, so that it neither reads nor leaves images and containers in the
 // machine's podman storage:
 //
@@ -32,7 +32,7 @@ const RuntimePodman = "podman"
 //   - the vfs storage driver: overlay cannot stack on the overlay file system a CI machine's /tmp may sit on, and
 //     these images are a few megabytes;
 //   - events in a file: no journald.
-type Podman struct {
+type podman struct {
 	dir, runRoot string
 	global       []string
 
@@ -41,8 +41,8 @@ type Podman struct {
 	loaded map[string]bool
 }
 
-// NewPodman prepares podman with its storage under dir. It needs podman and runc installed and root.
-func NewPodman(dir string) (*Podman, error) {
+// newPodman prepares podman with its storage under dir. It needs podman and runc installed and root.
+func newPodman(dir string) (*podman, error) {
 	if _, err := exec.LookPath("podman"); err != nil {
 		return nil, errors.New("podman is not installed: `make container-runtime` installs it (and runc) from Debian's packages")
 	}
@@ -62,51 +62,63 @@ func NewPodman(dir string) (*Podman, error) {
 			return nil, err
 		}
 	}
-	return &Podman{dir: dir, runRoot: runRoot, loaded: map[string]bool{}, global: []string{
+	return &podman{dir: dir, runRoot: runRoot, loaded: map[string]bool{}, global: []string{
 		"--root", filepath.Join(dir, "root"), "--runroot", runRoot, "--tmpdir", filepath.Join(dir, "tmp"),
 		"--storage-driver", "vfs", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file",
 	}}, nil
 }
 
-// Command is podman with this storage and these settings.
-func (p *Podman) Command(ctx context.Context, args ...string) *exec.Cmd {
+// command is podman with this storage and these settings.
+func (p *podman) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "podman", append(append([]string(nil), p.global...), args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+filepath.Join(p.dir, "tmp"))
 	return cmd
 }
 
-// Output runs podman and returns what it printed.
-func (p *Podman) Output(ctx context.Context, args ...string) ([]byte, error) {
-	return p.Command(ctx, args...).CombinedOutput()
+// output runs podman and returns what it printed.
+func (p *podman) output(ctx context.Context, args ...string) ([]byte, error) {
+	return p.command(ctx, args...).CombinedOutput()
 }
 
-// Load loads an image archive into the storage once, as a node's image import would.
-func (p *Podman) Load(ctx context.Context, id, archive string) error {
+// load loads an image archive into the storage once, as a node's image import would.
+func (p *podman) load(ctx context.Context, id, archive string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.loaded[id] {
 		return nil
 	}
-	if out, err := p.Output(ctx, "load", "--input", archive); err != nil {
+	if out, err := p.output(ctx, "load", "--input", archive); err != nil {
 		return fmt.Errorf("podman load %s: %v: %s", archive, err, out)
 	}
 	p.loaded[id] = true
 	return nil
 }
 
-// RemoveContainers removes every container of the storage, running or not: those a previous kubelet left when it
+// removeContainers removes every container of the storage, running or not: those a previous kubelet left when it
 // died (it cannot adopt them, and they hold the pods' ports).
-func (p *Podman) RemoveContainers(ctx context.Context) error {
-	if out, err := p.Output(ctx, "rm", "--force", "--all", "--time", "0"); err != nil {
+func (p *podman) removeContainers(ctx context.Context) error {
+	if out, err := p.output(ctx, "rm", "--force", "--all", "--time", "0"); err != nil {
 		return fmt.Errorf("podman rm --all: %v: %s", err, out)
 	}
 	return nil
 }
 
-// Reset removes every container and image of the storage, and the storage itself: image layers are read-only
-// copies that a plain removal of the folder cannot always delete.
-func (p *Podman) Reset(ctx context.Context) error {
-	if out, err := p.Output(ctx, "system", "reset", "--force"); err != nil {
+// RemoveContainerStorage removes every container and image a kubelet with root folder rootDir ran under its
+// container runtime, and the runtime's storage: image layers are read-only copies that a plain removal of the
+// folder cannot always delete. A kubelet that stopped has stopped its containers; one killed has not.
+func RemoveContainerStorage(ctx context.Context, rootDir string) error {
+	p, err := newPodman(runtimeDir(rootDir))
+	if err != nil {
+		return err
+	}
+	return p.reset(ctx)
+}
+
+// runtimeDir is where a kubelet with root folder rootDir keeps its container runtime's storage.
+func runtimeDir(rootDir string) string { return filepath.Join(rootDir, "podman") }
+
+func (p *podman) reset(ctx context.Context) error {
+	if out, err := p.output(ctx, "system", "reset", "--force"); err != nil {
 		return fmt.Errorf("podman system reset: %v: %s", err, out)
 	}
 	return errors.Join(os.RemoveAll(p.dir), os.RemoveAll(p.runRoot))
@@ -115,13 +127,13 @@ func (p *Podman) Reset(ctx context.Context) error {
 // run starts `podman run --rm --name name <runArgs>` with its output appended to logPath, and returns the
 // container's main process once it runs. The process is what the kubelet signals, as a CRI runtime signals a
 // container's init; `podman run` reports its exit code and removes the container.
-func (p *Podman) run(name string, runArgs []string, logPath string) (*process, error) {
+func (p *podman) run(name string, runArgs []string, logPath string) (*process, error) {
 	pidFile := filepath.Join(p.dir, "tmp", name+".pid")
 	_ = os.Remove(pidFile)
 	args := append([]string{"run", "--rm", "--name", name, "--pidfile", pidFile}, runArgs...)
-	cmd := p.Command(context.Background(), args...)
+	cmd := p.command(context.Background(), args...)
 	// Without a parent-death signal: killing the podman client would leave the container running; a kubelet that
-	// dies leaves its containers to the next one, which removes them (RemoveContainers).
+	// dies leaves its containers to the next one, which removes them (removeContainers).
 	started, err := startCommand(cmd, logPath, "==> podman "+strings.Join(args, " ")+"\n")
 	if err != nil {
 		return nil, err
@@ -140,16 +152,17 @@ func (p *Podman) run(name string, runArgs []string, logPath string) (*process, e
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(-started.client, syscall.SIGKILL)
-			_, _ = p.Output(context.Background(), "rm", "--force", "--time", "0", name)
+			// Still the client's own process group: the container's process was never found.
+			_ = started.signal(syscall.SIGKILL)
+			_, _ = p.output(context.Background(), "rm", "--force", "--time", "0", name)
 			return nil, fmt.Errorf("container %s did not start within a minute (see %s)", name, logPath)
 		}
 	}
 }
 
 // exec runs command in a running container (an exec probe or hook), as `kubectl exec` would.
-func (p *Podman) exec(ctx context.Context, name string, command []string) ([]byte, error) {
-	return p.Output(ctx, append([]string{"exec", name}, command...)...)
+func (p *podman) exec(ctx context.Context, name string, command []string) ([]byte, error) {
+	return p.output(ctx, append([]string{"exec", name}, command...)...)
 }
 
 // startContainer starts a container through the container runtime: the image loaded from its archive, the
@@ -158,7 +171,7 @@ func (p *Podman) exec(ctx context.Context, name string, command []string) ([]byt
 // as for a process (its listen addresses rewritten to the pod's local ports), so that probes, the service proxy
 // and two replicas of one pod behave as in process mode.
 func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *containerState, img *image, env []corev1.EnvVar, argv []string, mounts map[string]string, attempt int32, logPath string) (*containerRun, error) {
-	if err := w.k.runtime.Load(ctx, img.ID, img.Archive); err != nil {
+	if err := w.k.runtime.load(ctx, img.ID, img.Archive); err != nil {
 		return nil, &startError{reason: "ErrImagePull", message: fmt.Sprintf("Failed to pull image %q: %v", c.spec.Image, err)}
 	}
 	security, err := SecurityOf(&pod.Spec, &c.spec).podmanFlags()
