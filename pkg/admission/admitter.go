@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -49,17 +48,24 @@ type Request struct {
 }
 
 // Admitter decides binding writes against every quota of their namespace. Concurrent requests for one namespace
-// are decided together: one read of the namespace's quotas, each request decided in turn (quota.Decide), one
-// compare-and-swap status write per changed quota. A lost race re-reads and decides again, so contention between
-// admissions, in this process or another replica, never reaches a client as an error.
+// are decided together: one read of the namespace's quotas and their ledgers, each request decided in turn
+// (quota.Decide), one compare-and-swap write of the ledger object (KarmadaQuotaLedger) per changed quota. A lost
+// race re-reads and decides again, so contention between admissions, in this process or another replica, never
+// reaches a client as an error.
 //
-// The quotas are read from the informer, or from this process's own last write of a quota when the informer has
-// not caught up with it yet (the same resourceVersion comparison Kubernetes' ResourceQuota admission makes). The
-// compare-and-swap is what makes an admission exact: a status write lands only on the version it was decided
-// on, so an admission decided on a stale copy never lands; its quota is then read from the apiserver and the
-// batch decided again. A refusal decided on a copy milliseconds old is what any reader of the quota could have
-// answered then. Reading the informer instead of the apiserver saves a GET per batch, which in a namespace
-// without concurrent writes is a GET per admission.
+// Ledgers are read from the informer, or from this process's own last write of one when the informer has not
+// caught up with it yet (the same resourceVersion comparison Kubernetes' ResourceQuota admission makes). The
+// compare-and-swap is what makes an admission exact: a ledger write lands only on the version it was decided on,
+// so an admission decided on a stale copy never lands; its ledger is then read from the apiserver and the batch
+// decided again. The quota's spec is fenced the same way: its webhook raises the ledger's quotaGeneration before a
+// new spec is stored, so a decision on an older spec than one stored loses its write, and the quota is read from
+// the apiserver for the next attempt (as it is for a ledger's first write). A refusal decided on a copy
+// milliseconds old is what any reader of the quota could have answered then. Reading the informer instead of the
+// apiserver saves a GET per batch, which in a namespace without concurrent writes is a GET per admission.
+//
+// The ledger holds only what a decision reads and writes (the usage observed, the reservations): a write of it
+// costs the apiserver a fraction of a write of the quota, whose limits and per-cluster view only the controller
+// writes.
 type Admitter struct {
 	quotas   *QuotaReader
 	reader   client.Reader
@@ -74,11 +80,9 @@ type Admitter struct {
 	mu     sync.Mutex
 	queues map[string][]*pending
 
-	// written holds the object each status write of this process returned, while it is newer than the
-	// informer's copy: the namespace's next batch decides on it instead of losing a race against its own write.
-	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
-	// foldingChecked is set once a dry-run write proved that the stored schema keeps status.foldedReservations.
-	foldingChecked atomic.Bool
+	// written holds the ledger each write of this process returned, while it is newer than the informer's copy:
+	// the namespace's next batch decides on it instead of losing a race against its own write.
+	written *lastwrite.Store[*quotav1alpha1.KarmadaQuotaLedger]
 	// clusterLabels tells the member clusters' labels, for the quotas' cluster groups; nil knows of none.
 	clusterLabels quota.ClusterLabels
 }
@@ -90,8 +94,8 @@ type pending struct {
 	classified, cannotCommit bool
 }
 
-// NewAdmitter returns an Admitter. quotas reads a namespace's quotas from the informer; reader reads them from the
-// apiserver after a lost race, and bindings reads a binding from the apiserver when an attempt may be stale. ttl
+// NewAdmitter returns an Admitter. quotas reads a namespace's quotas and ledgers from the informers; reader reads
+// them from the apiserver after a lost race, and bindings reads a binding from the apiserver when an attempt may be stale. ttl
 // is how long a reservation outlives a write that never happened; timeout bounds one batch's decision;
 // maxReservations bounds each quota's reservation list (0: quota.MaxReservations).
 func NewAdmitter(quotas *QuotaReader, reader, bindings client.Reader, writer client.Client, clk clock.PassiveClock, ttl, timeout time.Duration, maxReservations int) *Admitter {
@@ -102,7 +106,7 @@ func NewAdmitter(quotas *QuotaReader, reader, bindings client.Reader, writer cli
 		quotas: quotas, reader: reader, bindings: bindings, writer: writer, clock: clk, ttl: ttl, timeout: timeout,
 		maxReservations: maxReservations,
 		queues:          map[string][]*pending{},
-		written:         lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		written:         lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
 	}
 }
 
@@ -143,8 +147,8 @@ func (a *Admitter) drain(namespace string) {
 	}
 }
 
-// conflictError means a quota changed between the read and the write of one attempt: the version read was
-// resourceVersion.
+// conflictError means a quota's ledger changed between the read and the write of one attempt: the version read was
+// resourceVersion ("" for a ledger not there yet).
 type conflictError struct{ quota, resourceVersion string }
 
 func (e conflictError) Error() string {
@@ -195,20 +199,20 @@ func (a *Admitter) answer(namespace string, batch []*pending) {
 	}
 }
 
-// decideAndWrite is one attempt at a batch: it reads the namespace's quotas, decides every request (quota.Decide),
-// and writes each changed quota with its resourceVersion as precondition.
+// decideAndWrite is one attempt at a batch: it reads the namespace's quotas and ledgers, decides every request
+// (quota.Decide), and writes each changed ledger with its resourceVersion as precondition.
 func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch []*pending, written quota.Written, stale map[string]string) ([]error, error) {
-	list, err := a.readNewest(ctx, namespace, stale)
+	books, err := a.readNewest(ctx, namespace, stale)
 	if err != nil {
 		return nil, err
 	}
-	ledgers := make([]*quota.Ledger, len(list))
-	for i := range list {
-		l, err := quota.NewLedger(list[i])
+	ledgers := make([]*quota.Ledger, len(books))
+	for i, b := range books {
+		l, err := quota.NewLedger(b.quota, b.stored)
 		if err != nil {
 			// A quota we cannot read could limit anything: refuse rather than guess.
 			broken := apierrors.NewForbidden(quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource(),
-				list[i].Name, err)
+				b.quota.Name, err)
 			results := make([]error, len(batch))
 			for j := range results {
 				results[j] = broken
@@ -228,7 +232,7 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 		}
 		writes[i].CannotCommit = p.cannotCommit
 	}
-	// Seconds are what survive the round trip through status; RestoreIf compares against what was written.
+	// Seconds are what survive the round trip through the object; RestoreIf compares against what was written.
 	d := quota.Decide(ledgers, writes, written, quota.Policy{
 		Expires:         a.clock.Now().Add(a.ttl).Truncate(time.Second),
 		MaxReservations: a.maxReservations,
@@ -244,25 +248,59 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 		if !d.Changed[j] {
 			continue
 		}
-		obj := list[j]
-		base := obj.ResourceVersion
-		l.WriteReservations(&obj.Status)
-		if err := a.checkFolding(ctx, obj); err != nil {
+		if err := a.write(ctx, books[j], l); err != nil {
 			return nil, err
 		}
-		if err := a.writer.Status().Update(ctx, obj); err != nil {
-			if apierrors.IsConflict(err) {
-				metrics.StatusWriteConflict(metrics.WriterWebhook)
-				return nil, conflictError{quota: l.Name, resourceVersion: base}
-			}
-			return nil, fmt.Errorf("writing the status of quota %s: %w", l.Name, err)
-		}
-		a.written.Remember(obj)
 		metrics.ReservationsWritten.Add(float64(len(d.Undo[j])))
 		written.Landed(l.Name, d.Undo[j])
 	}
 	metrics.ReservationsRolledBack.Add(float64(d.RolledBack))
 	return results, nil
+}
+
+// book is one quota as an attempt reads it: the quota, and its ledger object as stored (nil when there is none,
+// or one left by a deleted quota of the same name, which foreign holds to be replaced).
+type book struct {
+	quota   *quotav1alpha1.KarmadaQuota
+	stored  *quotav1alpha1.KarmadaQuotaLedger
+	foreign *quotav1alpha1.KarmadaQuotaLedger
+}
+
+// write writes l into b's ledger object: an update with the version read as precondition, or a create for a quota
+// without one. Losing either race is a conflictError.
+func (a *Admitter) write(ctx context.Context, b book, l *quota.Ledger) error {
+	var obj *quotav1alpha1.KarmadaQuotaLedger
+	switch {
+	case b.stored != nil:
+		obj = b.stored.DeepCopy()
+	case b.foreign != nil:
+		obj = b.foreign.DeepCopy()
+		obj.Observed = nil
+		obj.OwnerReferences = quota.LedgerOwner(b.quota)
+	default:
+		obj = &quotav1alpha1.KarmadaQuotaLedger{ObjectMeta: metav1.ObjectMeta{
+			Namespace: b.quota.Namespace, Name: b.quota.Name, OwnerReferences: quota.LedgerOwner(b.quota),
+		}}
+	}
+	base := obj.ResourceVersion
+	l.WriteTo(obj)
+	var err error
+	if base == "" {
+		err = a.writer.Create(ctx, obj)
+	} else {
+		err = a.writer.Update(ctx, obj)
+	}
+	if err != nil {
+		// Someone wrote the ledger first, created it first, or deleted the one read (its quota deleted and made
+		// again, or by hand): read it again.
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
+			metrics.StatusWriteConflict(metrics.WriterWebhook)
+			return conflictError{quota: l.Name, resourceVersion: base}
+		}
+		return fmt.Errorf("writing the ledger of quota %s: %w", l.Name, err)
+	}
+	a.written.Remember(obj)
+	return nil
 }
 
 // cannotCommit settles a request's freshness: an update recognised as stale from the quotas alone, or, when they
@@ -287,54 +325,57 @@ func (a *Admitter) cannotCommit(ctx context.Context, p *pending, f quota.Freshne
 	return false
 }
 
-// readNewest returns copies of the namespace's quotas, sorted by name, for the batch to change and write: the
-// newer of the informer's copy and this process's last write. A quota whose write lost a race (in stale, with the
-// version that lost) must be newer than that: the informer usually has the winner's write a moment later, and the
-// apiserver is read only when it has not.
-func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[string]string) ([]*quotav1alpha1.KarmadaQuota, error) {
+// readNewest returns the namespace's quotas with their ledgers, sorted by name, for the batch to decide on. A
+// ledger is the newer of the informer's copy and this process's last write; one whose write lost a race (in stale,
+// with the version that lost) must be newer than that: the informer usually has the winner's write a moment later,
+// and the apiserver is read only when it has not. A quota is the informer's copy, read from the apiserver instead
+// when its ledger is fenced at a newer generation or when it has none yet (whoever creates the ledger fences it at
+// the spec it decided on, which must be the newest stored).
+func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[string]string) ([]book, error) {
 	known, err := a.quotas.Read(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
 	cached := known.list.Items
-	out := make([]*quotav1alpha1.KarmadaQuota, 0, len(cached))
+	out := make([]book, 0, len(cached))
 	for i := range cached {
-		q := a.written.Newest(&cached[i])
-		if lost, ok := stale[q.Name]; ok && !lastwrite.Newer(q.ResourceVersion, lost) {
+		key := client.ObjectKeyFromObject(&cached[i])
+		var stored *quotav1alpha1.KarmadaQuotaLedger
+		if informed := known.ledgers[key.Name]; informed != nil {
+			stored = a.written.Newest(informed)
+		} else if own, ok := a.written.Written(key); ok {
+			// Created by this process a moment ago, not listed yet; if it has been deleted since, its write
+			// finds out (NotFound) and the apiserver is read.
+			stored = own
+		}
+		if lost, ok := stale[key.Name]; ok && (stored == nil || !lastwrite.Newer(stored.ResourceVersion, lost)) {
+			stored = &quotav1alpha1.KarmadaQuotaLedger{}
+			if err := a.reader.Get(ctx, key, stored); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return nil, fmt.Errorf("reading the ledger of quota %s: %w", key.Name, err)
+				}
+				a.written.Forget(key)
+				stored = nil
+			}
+		}
+		q := &cached[i]
+		if owned := quota.LedgerOf(stored, q); owned == nil || owned.QuotaGeneration > q.Generation {
 			q = &quotav1alpha1.KarmadaQuota{}
-			if err := a.reader.Get(ctx, client.ObjectKeyFromObject(&cached[i]), q); err != nil {
+			if err := a.reader.Get(ctx, key, q); err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
 				}
-				return nil, fmt.Errorf("reading quota %s: %w", cached[i].Name, err)
+				return nil, fmt.Errorf("reading quota %s: %w", key.Name, err)
 			}
 		}
-		out = append(out, q)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// checkFolding makes sure, once per process, that the apiserver keeps status.foldedReservations before the first
-// status that carries it is written: a KarmadaQuota CRD older than this webhook would prune the field, and with it
-// the charge of every folded reservation. A dry-run write shows what would be stored without storing it.
-func (a *Admitter) checkFolding(ctx context.Context, obj *quotav1alpha1.KarmadaQuota) error {
-	if obj.Status.FoldedReservations == nil || a.foldingChecked.Load() {
-		return nil
-	}
-	probe := obj.DeepCopy()
-	if err := a.writer.Status().Update(ctx, probe, client.DryRunAll); err != nil {
-		if apierrors.IsConflict(err) {
-			return conflictError{quota: obj.Name, resourceVersion: obj.ResourceVersion}
+		b := book{quota: q, stored: quota.LedgerOf(stored, q)}
+		if b.stored == nil {
+			b.foreign = stored
 		}
-		return fmt.Errorf("checking that quota %s can hold folded reservations: %w", obj.Name, err)
+		out = append(out, b)
 	}
-	if probe.Status.FoldedReservations == nil {
-		return fmt.Errorf("the KarmadaQuota CRD in the apiserver drops status.foldedReservations: apply the CRD of this " +
-			"release, or the reservations of a quota past its bound cannot be kept")
-	}
-	a.foldingChecked.Store(true)
-	return nil
+	sort.Slice(out, func(i, j int) bool { return out[i].quota.Name < out[j].quota.Name })
+	return out, nil
 }
 
 // quotaExceeded renders the denials of every refusing quota as one 403 the scheduler recognises. A refusal by a

@@ -193,7 +193,7 @@ func FuzzQuotaWebhook(f *testing.F) {
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
-	handler := quotaWebhook(scheme.Scheme).WithRecoverPanic(false)
+	handler := quotaWebhook(scheme.Scheme, QuotaValidator{}).WithRecoverPanic(false)
 	f.Fuzz(func(t *testing.T, operation, object, old []byte) {
 		checkAnswer(t, handler.Handle(context.Background(), admissionRequest("KarmadaQuota", admissionv1.Operation(operation), object, old, false)))
 	})

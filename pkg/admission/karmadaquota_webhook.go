@@ -2,21 +2,31 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
 )
 
 const kindKarmadaQuota = "KarmadaQuota"
 
-// QuotaValidator refuses a KarmadaQuota that could be stored and then not enforced.
-type QuotaValidator struct{}
+// QuotaValidator refuses a KarmadaQuota that could be stored and then not enforced, and fences the admissions of
+// a quota whose spec changes (fence).
+type QuotaValidator struct {
+	// reader reads ledger objects from the apiserver, writer writes them; nil fences nothing (unit tests of
+	// validation alone).
+	reader client.Reader
+	writer client.Writer
+}
 
 var _ admission.Validator[*quotav1alpha1.KarmadaQuota] = QuotaValidator{}
 
@@ -25,9 +35,41 @@ func (QuotaValidator) ValidateCreate(_ context.Context, q *quotav1alpha1.Karmada
 	return nil, validate(admissionv1.Create, q)
 }
 
-// ValidateUpdate validates a changed quota.
-func (QuotaValidator) ValidateUpdate(_ context.Context, _, q *quotav1alpha1.KarmadaQuota) (admission.Warnings, error) {
-	return nil, validate(admissionv1.Update, q)
+// ValidateUpdate validates a changed quota and, when its spec changed, fences its ledger at the new generation
+// before the apiserver stores it.
+func (v QuotaValidator) ValidateUpdate(ctx context.Context, old, q *quotav1alpha1.KarmadaQuota) (admission.Warnings, error) {
+	if err := validate(admissionv1.Update, q); err != nil {
+		return nil, err
+	}
+	if q.Generation == old.Generation || v.writer == nil {
+		return nil, nil
+	}
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil && *req.DryRun {
+		return nil, nil
+	}
+	if err := v.fence(ctx, q); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("the admissions of quota %s could not be fenced for its new "+
+			"spec, so the change is refused (try again): %w", q.Name, err))
+	}
+	return nil, nil
+}
+
+// fence raises the quotaGeneration of q's ledger to q's new generation. From then on an admission deciding on an
+// older spec loses its write of the ledger and reads the quota again, so that once the new spec is stored no
+// admission is decided on the old one (the exactness a compare-and-swap of the quota itself would give). A quota
+// without a ledger needs none: whoever creates it reads the quota from the apiserver first.
+func (v QuotaValidator) fence(ctx context.Context, q *quotav1alpha1.KarmadaQuota) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var stored quotav1alpha1.KarmadaQuotaLedger
+		if err := v.reader.Get(ctx, client.ObjectKeyFromObject(q), &stored); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if quota.LedgerOf(&stored, q) == nil || stored.QuotaGeneration >= q.Generation {
+			return nil
+		}
+		stored.QuotaGeneration = q.Generation
+		return v.writer.Update(ctx, &stored)
+	})
 }
 
 // ValidateDelete admits every delete.

@@ -109,10 +109,10 @@ func TestClassifiedFromTemplate(t *testing.T) {
 	if _, err := f.validator.ValidateUpdate(ctx, unscheduled, web.Clone().Cluster("member1", 2).Generation(2).Obj()); err != nil {
 		t.Errorf("2 replicas of high under a quota of 2: %v", err)
 	}
-	if got := getQuota(t, f.client, "high").Status.Reservations; len(got) != 1 {
+	if got := reservationsOf(t, f.client, "high"); len(got) != 1 {
 		t.Errorf("quota high: %d reservations, want the admitted write's", len(got))
 	}
-	if got := getQuota(t, f.client, "none").Status.Reservations; len(got) != 0 {
+	if got := reservationsOf(t, f.client, "none"); len(got) != 0 {
 		t.Errorf("quota none (DoesNotExist) was charged for replicas of class high: %+v", got)
 	}
 
@@ -160,11 +160,11 @@ func TestClassTemplateChanged(t *testing.T) {
 	after.Spec.Resource.ResourceVersion = f.templateVersion(t, "web")
 
 	// This replica read the old version: the move is charged to low in full, and frees high.
-	lowBefore := len(getQuota(t, f.client, "low").Status.Reservations)
+	lowBefore := len(reservationsOf(t, f.client, "low"))
 	if _, err := f.validator.ValidateUpdate(ctx, before.Obj(), after.Obj()); err != nil {
 		t.Fatalf("moving 2 replicas to low, under a quota of 2: %v", err)
 	}
-	if got := len(getQuota(t, f.client, "low").Status.Reservations); got != lowBefore+1 {
+	if got := len(reservationsOf(t, f.client, "low")); got != lowBefore+1 {
 		t.Errorf("quota low: %d reservations, want the move charged", got)
 	}
 	bigger := after.Clone().Generation(4)

@@ -13,17 +13,17 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 )
 
-// QuotaReader reads a namespace's quotas from the webhook's informer, the one place admission lists them. A
-// webhook request reads them once (Read) and every step of it looks at that one view; the Admitter's batch reads
-// through it on every attempt, since a lost race needs a newer read.
+// QuotaReader reads a namespace's quotas, and their ledgers, from the webhook's informers, the one place admission
+// lists them. A webhook request reads them once (Read) and every step of it looks at that one view; the Admitter's
+// batch reads through it on every attempt, since a lost race needs a newer read.
 type QuotaReader struct {
 	cache client.Reader
 	// synced reports whether the informer behind cache has synced; nil: cache is always current.
 	synced func() bool
 }
 
-// NewQuotaReader returns a QuotaReader over cache, an informer-backed reader; synced is the informer's HasSynced
-// (nil when cache is always current).
+// NewQuotaReader returns a QuotaReader over cache, an informer-backed reader; synced reports whether the informers
+// of quotas and ledgers have synced (nil when cache is always current).
 func NewQuotaReader(cache client.Reader, synced func() bool) *QuotaReader {
 	return &QuotaReader{cache: cache, synced: synced}
 }
@@ -33,20 +33,40 @@ func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, erro
 	// An informer that never synced (a replica that may not list or watch quotas) would hold the call until the
 	// apiserver gives up on it; refuse at once, saying why.
 	if r.synced != nil && !r.synced() {
-		return nil, errors.New("listing quotas: the KarmadaQuota informer has not synced (this replica must be able to list and watch karmadaquotas)")
+		return nil, errors.New("listing quotas: the KarmadaQuota and KarmadaQuotaLedger informers have not synced " +
+			"(this replica must be able to list and watch karmadaquotas and karmadaquotaledgers)")
 	}
 	q := &Quotas{}
-	// Not deep-copied: admission is the hot path, and whoever changes a quota copies it first (Admitter.readNewest).
+	// Not deep-copied: admission is the hot path, and no one changes what is read here (Admitter.write copies a
+	// ledger before it writes it).
 	if err := r.cache.List(ctx, &q.list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quotas: %w", err)
+	}
+	if len(q.list.Items) == 0 {
+		return q, nil
+	}
+	var ledgers quotav1alpha1.KarmadaQuotaLedgerList
+	if err := r.cache.List(ctx, &ledgers, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing quota ledgers: %w", err)
+	}
+	q.ledgers = make(map[string]*quotav1alpha1.KarmadaQuotaLedger, len(ledgers.Items))
+	for i := range ledgers.Items {
+		q.ledgers[ledgers.Items[i].Name] = &ledgers.Items[i]
 	}
 	return q, nil
 }
 
-// Quotas is one read of a namespace's quotas. The objects are the informer's own, shared with it: read, never
-// changed.
+// Quotas is one read of a namespace's quotas and their ledgers. The objects are the informers' own, shared with
+// them: read, never changed.
 type Quotas struct {
 	list quotav1alpha1.KarmadaQuotaList
+	// ledgers are the ledger objects by name; a quota without one has no admission recorded yet.
+	ledgers map[string]*quotav1alpha1.KarmadaQuotaLedger
+}
+
+// ledgerOf returns the ledger object of q, nil when there is none (or one of an earlier quota of the same name).
+func (q *Quotas) ledgerOf(kq *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedger {
+	return quota.LedgerOf(q.ledgers[kq.Name], kq)
 }
 
 // Governed reports whether the namespace has any quota: a write in a namespace without one needs no decision.
@@ -83,7 +103,7 @@ func (q *Quotas) ScopedByPriorityClass() []string {
 func (q *Quotas) Ledgers() ([]*quota.Ledger, error) {
 	ledgers := make([]*quota.Ledger, len(q.list.Items))
 	for i := range q.list.Items {
-		l, err := quota.NewLedger(&q.list.Items[i])
+		l, err := quota.NewLedger(&q.list.Items[i], q.ledgerOf(&q.list.Items[i]))
 		if err != nil {
 			return nil, err
 		}

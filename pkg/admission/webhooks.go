@@ -70,7 +70,7 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 
 // What the webhook needs in the karmada-apiserver; `make generate` writes it into the chart (files/rbac/webhook).
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
-// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotaledgers,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters/proxy,verbs=get
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=list;watch
@@ -95,22 +95,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	// Registered now so the informer starts and syncs with the manager, not on the first admission.
-	informer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaQuota{})
+	// Registered now so the informers start and sync with the manager, not on the first admission.
+	quotaInformer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaQuota{})
 	if err != nil {
 		return fmt.Errorf("watching KarmadaQuotas: %w", err)
 	}
+	ledgerInformer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaQuotaLedger{})
+	if err != nil {
+		return fmt.Errorf("watching KarmadaQuotaLedgers: %w", err)
+	}
+	synced := func() bool { return quotaInformer.HasSynced() && ledgerInformer.HasSynced() }
 	// A replica that cannot list quotas (missing RBAC, say) would refuse every binding write; it must never be
 	// ready, so that traffic goes to the replicas that can decide.
 	if err := mgr.AddReadyzCheck("karmadaquota-informer", func(*http.Request) error {
-		if !informer.HasSynced() {
-			return errors.New("the KarmadaQuota informer has not synced")
+		if !synced() {
+			return errors.New("the KarmadaQuota and KarmadaQuotaLedger informers have not synced")
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	quotas := NewQuotaReader(mgr.GetCache(), informer.HasSynced)
+	quotas := NewQuotaReader(mgr.GetCache(), synced)
 	// The member clusters' labels, for the quotas' cluster groups: a group's clusters are the ones its selector
 	// chooses at the moment of each decision.
 	clusters, err := mgr.GetCache().GetInformer(ctx, &clusterv1alpha1.Cluster{})
@@ -142,7 +147,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	classes := &classifier{resolver: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize)}
 	holdings := &holdings{reader: interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize)}
 	server.Register(webhookconfig.ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, quotas: quotas, classes: classes, holdings: holdings}))
-	server.Register(webhookconfig.KarmadaQuotaPath, quotaWebhook(mgr.GetScheme()))
+	server.Register(webhookconfig.KarmadaQuotaPath, quotaWebhook(mgr.GetScheme(), QuotaValidator{reader: mgr.GetAPIReader(), writer: mgr.GetClient()}))
 
 	workloads, err := interpreter.New(mgr.GetConfig())
 	if err != nil {
@@ -189,8 +194,8 @@ func bindingWebhook(s *runtime.Scheme, v *BindingValidator) *admission.Webhook {
 }
 
 // quotaWebhook is the KarmadaQuota webhook, guarded the same way.
-func quotaWebhook(s *runtime.Scheme) *admission.Webhook {
-	wh := admission.WithValidator[*quotav1alpha1.KarmadaQuota](s, QuotaValidator{})
+func quotaWebhook(s *runtime.Scheme, v QuotaValidator) *admission.Webhook {
+	wh := admission.WithValidator[*quotav1alpha1.KarmadaQuota](s, v)
 	wh.Handler = quantityGuard{Handler: wh.Handler, fields: quotaQuantityFields}
 	return wh
 }

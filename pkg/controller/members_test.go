@@ -26,7 +26,7 @@ func (f fixedMembers) Running(string) (map[string]members.Running, bool) { retur
 // renders from the status the last one wrote.
 func TestMemberView(t *testing.T) {
 	q := utiltesting.MakeQuota("team", "team").Hard(utiltesting.List("cpu", "10")).Obj()
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,40 +15,48 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
-// DefaultSettleInterval is quota-controller's --settle-interval, chosen by measurement (docs/performance.md): a
-// status write costs the apiserver as much CPU as the binding write it settles, so a namespace's stream of
-// admissions is settled a few at a time, and used shows a placement at most a second late (reserved shows it at
-// once).
+// DefaultSettleInterval is quota-controller's --settle-interval: how soon a binding change that frees something
+// (a scale-down, a move, a binding deleted) is recounted, and the room handed to the bindings waiting for it. A
+// ledger write costs the apiserver more than the binding write it settles (docs/performance.md), so a stream of
+// changes is recounted a few at a time.
 const DefaultSettleInterval = time.Second
 
 // DefaultSettleBacklog is how many reservations a quota may hold before a binding change recounts it at once,
-// whatever the interval. Every status write, the webhook's included, carries the whole list, and the apiserver
-// spends about a third of a millisecond of CPU per listed reservation on each (docs/performance.md): a long list
-// costs more than the controller writes it saves.
+// whatever the interval. Every ledger write, the webhook's included, carries the whole list, and the apiserver
+// spends CPU on each listed reservation at every write (docs/performance.md): a long list costs more than the
+// controller writes it saves.
 const DefaultSettleBacklog = 8
 
 // pacer spaces the recounts of a quota that binding changes cause. The first change after a quiet interval is
 // recounted at once; later ones wait until the interval since the last recount has passed, and the workqueue
-// folds them into one recount. A stream of admissions into one namespace then costs the controller one status
-// write per interval instead of one per admission. Nothing is lost by waiting: an admitted write is charged by
-// its reservation until the recount moves it into used, in the same status write. What waits is how soon used
-// shows it, and how soon bindings waiting for quota are requeued when usage drops.
+// folds them into one recount. A change that frees nothing waits longer, for the growth interval (the status
+// interval): its recount only turns reservations into used, which changes no decision and no status shown before
+// the status interval anyway. A stream of admissions into one namespace then costs the controller one ledger write
+// per growth interval, or per backlog of reservations, instead of one per admission. Nothing is lost by waiting: an
+// admitted write is charged by its reservation until the recount moves it into used, in the same ledger write.
+// What waits is how soon used shows it, and how soon bindings waiting for quota are requeued when usage drops.
 type pacer struct {
 	interval time.Duration
-	backlog  int
-	now      func() time.Time
+	// growthInterval spaces the recounts that writes releasing nothing cause: such a recount only turns
+	// reservations into used, which changes no decision, so it waits for the status to be due (the status interval),
+	// or for the backlog.
+	growthInterval time.Duration
+	backlog        int
+	now            func() time.Time
 
 	mu   sync.Mutex
 	last map[types.NamespacedName]time.Time
 }
 
-func newPacer(interval time.Duration, backlog int, now func() time.Time) *pacer {
+func newPacer(interval, growthInterval time.Duration, backlog int, now func() time.Time) *pacer {
 	if backlog <= 0 {
 		backlog = DefaultSettleBacklog
 	}
-	return &pacer{interval: interval, backlog: backlog, now: now, last: map[types.NamespacedName]time.Time{}}
+	return &pacer{interval: interval, growthInterval: max(interval, growthInterval), backlog: backlog, now: now,
+		last: map[types.NamespacedName]time.Time{}}
 }
 
 // started records that a recount of key began.
@@ -71,10 +79,15 @@ func (p *pacer) forget(key types.NamespacedName) {
 	delete(p.last, key)
 }
 
-// delay is how long a binding change should wait before it recounts key, a quota holding reservations.
-func (p *pacer) delay(key types.NamespacedName, reservations int) time.Duration {
+// delay is how long a binding change should wait before it recounts key, a quota holding reservations; releases
+// says whether the change frees anything (usage.Releases), which waiting bindings may then use.
+func (p *pacer) delay(key types.NamespacedName, reservations int, releases bool) time.Duration {
 	if p == nil || p.interval <= 0 || reservations >= p.backlog {
 		return 0
+	}
+	interval := p.interval
+	if !releases {
+		interval = p.growthInterval
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -82,7 +95,7 @@ func (p *pacer) delay(key types.NamespacedName, reservations int) time.Duration 
 	if !ok {
 		return 0
 	}
-	return max(0, last.Add(p.interval).Sub(p.now()))
+	return max(0, last.Add(interval).Sub(p.now()))
 }
 
 // pacedQuotasOf enqueues every quota of a changed binding's namespace, each after the pacer's delay. A binding
@@ -96,16 +109,29 @@ type pacedQuotasOf struct {
 
 var _ handler.EventHandler = pacedQuotasOf{}
 
-func (h pacedQuotasOf) enqueue(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h pacedQuotasOf) enqueue(ctx context.Context, obj client.Object, releases bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	var quotas quotav1alpha1.KarmadaQuotaList
-	// Read-only, and only the reservation count is looked at.
+	// Read-only, and only names and reservation counts are looked at.
 	if err := h.quotas.List(ctx, &quotas, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing quotas for a binding event", "namespace", obj.GetNamespace())
 		return
 	}
+	if len(quotas.Items) == 0 {
+		return
+	}
+	var ledgers quotav1alpha1.KarmadaQuotaLedgerList
+	if err := h.quotas.List(ctx, &ledgers, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing quota ledgers for a binding event", "namespace", obj.GetNamespace())
+		return
+	}
+	reservations := make(map[string]int, len(ledgers.Items))
+	for i := range ledgers.Items {
+		reservations[ledgers.Items[i].Name] = len(ledgers.Items[i].Reservations)
+	}
 	for i := range quotas.Items {
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])}
-		if d := h.pacer.delay(req.NamespacedName, len(quotas.Items[i].Status.Reservations)); d > 0 {
+		pending := reservations[req.Name] + len(quotas.Items[i].Status.Reservations)
+		if d := h.pacer.delay(req.NamespacedName, pending, releases); d > 0 {
 			q.AddAfter(req, d)
 		} else {
 			q.Add(req)
@@ -113,27 +139,46 @@ func (h pacedQuotasOf) enqueue(ctx context.Context, obj client.Object, q workque
 	}
 }
 
-// Create implements handler.EventHandler.
+// Create implements handler.EventHandler: a new binding releases nothing.
 func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.enqueue(ctx, e.Object, q)
+	h.enqueue(ctx, e.Object, false, q)
 }
 
 // Update implements handler.EventHandler.
 func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	old, ok1 := e.ObjectOld.(*workv1alpha2.ResourceBinding)
 	updated, ok2 := e.ObjectNew.(*workv1alpha2.ResourceBinding)
-	if h.shrinks != nil && ok1 && ok2 && old.Generation != updated.Generation {
+	if !ok1 || !ok2 {
+		h.enqueue(ctx, e.ObjectNew, true, q)
+		return
+	}
+	if h.shrinks != nil && old.Generation != updated.Generation {
 		h.shrinks.observe(old, updated)
 	}
-	h.enqueue(ctx, e.ObjectNew, q)
+	h.enqueue(ctx, updated, releases(old, updated), q)
 }
 
-// Delete implements handler.EventHandler.
+// Delete implements handler.EventHandler: a binding gone releases what it used.
 func (h pacedQuotasOf) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.enqueue(ctx, e.Object, q)
+	h.enqueue(ctx, e.Object, true, q)
 }
 
-// Generic implements handler.EventHandler.
+// Generic implements handler.EventHandler: a Work changed, which may release what its member ran beyond its
+// binding.
 func (h pacedQuotasOf) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.enqueue(ctx, e.Object, q)
+	h.enqueue(ctx, e.Object, true, q)
+}
+
+// releases reports whether a binding's update lowers what it uses anywhere (usage.Releases); a binding that cannot
+// be read counts as releasing, which recounts it sooner rather than later.
+func releases(old, updated *workv1alpha2.ResourceBinding) bool {
+	before, err := usage.Of(old)
+	if err != nil {
+		return true
+	}
+	after, err := usage.Of(updated)
+	if err != nil {
+		return true
+	}
+	return usage.Releases(after, before)
 }

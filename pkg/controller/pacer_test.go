@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,35 +27,50 @@ import (
 func TestPacerDelay(t *testing.T) {
 	key := types.NamespacedName{Namespace: ns, Name: "team"}
 	cases := map[string]struct {
-		interval     time.Duration
-		startedAgo   *time.Duration
-		reservations int
-		want         time.Duration
+		interval, growthInterval time.Duration
+		startedAgo               *time.Duration
+		reservations             int
+		// grows is a change that releases nothing.
+		grows bool
+		want  time.Duration
 	}{
 		"never recounted: at once":                         {interval: time.Second, want: 0},
 		"recounted a moment ago: the rest of the interval": {interval: time.Second, startedAgo: ptrTo(300 * time.Millisecond), want: 700 * time.Millisecond},
 		"recounted longer ago than the interval: at once":  {interval: time.Second, startedAgo: ptrTo(2 * time.Second), want: 0},
-		"a long list of reservations: at once, to keep status small": {
+		"a long list of reservations: at once, to keep the ledger small": {
 			interval: time.Second, startedAgo: ptrTo(300 * time.Millisecond), reservations: DefaultSettleBacklog, want: 0,
 		},
 		"no interval: at once": {startedAgo: ptrTo(time.Duration(0)), want: 0},
+		"growth alone: the rest of the growth interval": {
+			interval: time.Second, growthInterval: 5 * time.Second, startedAgo: ptrTo(300 * time.Millisecond), grows: true, want: 4700 * time.Millisecond,
+		},
+		"growth alone, never recounted: at once": {interval: time.Second, growthInterval: 5 * time.Second, grows: true, want: 0},
+		"growth alone with a long list of reservations: at once": {
+			interval: time.Second, growthInterval: 5 * time.Second, startedAgo: ptrTo(300 * time.Millisecond), reservations: DefaultSettleBacklog, grows: true, want: 0,
+		},
+		"growth alone, a growth interval shorter than the interval: the interval": {
+			interval: time.Second, growthInterval: 100 * time.Millisecond, startedAgo: ptrTo(300 * time.Millisecond), grows: true, want: 700 * time.Millisecond,
+		},
+		"a release, whatever the growth interval: the rest of the interval": {
+			interval: time.Second, growthInterval: 5 * time.Second, startedAgo: ptrTo(300 * time.Millisecond), want: 700 * time.Millisecond,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(t0)
-			p := newPacer(tc.interval, 0, clk.Now)
+			p := newPacer(tc.interval, tc.growthInterval, 0, clk.Now)
 			if tc.startedAgo != nil {
 				clk.SetTime(t0.Add(-*tc.startedAgo))
 				p.started(key)
 				clk.SetTime(t0)
 			}
-			if got := p.delay(key, tc.reservations); got != tc.want {
+			if got := p.delay(key, tc.reservations, !tc.grows); got != tc.want {
 				t.Errorf("delay = %v, want %v", got, tc.want)
 			}
 		})
 	}
 	var none *pacer
-	if got := none.delay(key, 0); got != 0 {
+	if got := none.delay(key, 0, true); got != 0 {
 		t.Errorf("a nil pacer delays by %v", got)
 	}
 }
@@ -62,13 +78,32 @@ func TestPacerDelay(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 // TestPacedQuotasOf enqueues every quota of the binding's namespace, a quota recounted a moment ago after the
-// rest of its interval, and folds the changes in between into one recount.
+// rest of its interval unless it holds a backlog of reservations (in its ledger, or in its status from an earlier
+// release's webhook), and folds the changes in between into one recount.
 func TestPacedQuotasOf(t *testing.T) {
 	busy := utiltesting.MakeQuota(ns, "busy").Hard(list("cpu", "10"))
 	quiet := utiltesting.MakeQuota(ns, "quiet").Hard(list("cpu", "10"))
-	f := newFixture(t, interceptor.Funcs{}, busy.Obj(), quiet.Obj(), utiltesting.MakeQuota("elsewhere", "other").Obj())
-	p := newPacer(time.Second, 0, f.clock.Now)
-	p.started(types.NamespacedName{Namespace: ns, Name: "busy"})
+	// backlogged's ledger holds a backlog; upgrading holds one between its ledger and its status.
+	backlogged := utiltesting.MakeQuota(ns, "backlogged").Hard(list("cpu", "100"))
+	upgrading := utiltesting.MakeQuota(ns, "upgrading").Hard(list("cpu", "100"))
+	for i := range DefaultSettleBacklog {
+		rb := utiltesting.MakeBinding(ns, fmt.Sprintf("ghost-%d", i)).Obj()
+		backlogged.Reservation(rb, 1, list("cpu", "1"), t0.Add(time.Minute))
+		upgrading.Reservation(rb, 1, list("cpu", "1"), t0.Add(time.Minute))
+	}
+	backloggedQuota := backlogged.Obj()
+	upgradingQuota := upgrading.Obj()
+	// Half in each, below the backlog on its own: the sum counts.
+	upgradingLedger := utiltesting.MoveToLedger(upgrading.Obj())
+	upgradingLedger.Reservations = upgradingLedger.Reservations[:DefaultSettleBacklog/2]
+	upgradingLedger.ReservationCount = int32(len(upgradingLedger.Reservations))
+	upgradingQuota.Status.Reservations = upgradingQuota.Status.Reservations[DefaultSettleBacklog/2:]
+	f := newFixture(t, interceptor.Funcs{}, busy.Obj(), quiet.Obj(), utiltesting.MoveToLedger(backloggedQuota), backloggedQuota,
+		upgradingLedger, upgradingQuota, utiltesting.MakeQuota("elsewhere", "other").Obj())
+	p := newPacer(time.Second, 0, 0, f.clock.Now)
+	for _, name := range []string{"busy", "backlogged", "upgrading"} {
+		p.started(types.NamespacedName{Namespace: ns, Name: name})
+	}
 	f.clock.Step(400 * time.Millisecond)
 	h := pacedQuotasOf{quotas: f.client, pacer: p}
 
@@ -79,17 +114,21 @@ func TestPacedQuotasOf(t *testing.T) {
 	for range 3 {
 		h.Update(context.Background(), event.UpdateEvent{ObjectOld: rb, ObjectNew: rb}, q)
 	}
-	if got := q.Len(); got != 1 {
-		t.Fatalf("%d quotas ready, want 1 (quiet, at once)", got)
+	if got := q.Len(); got != 3 {
+		t.Fatalf("%d quotas ready, want 3 (quiet, backlogged and upgrading, at once)", got)
 	}
-	item, _ := q.Get()
-	if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "quiet"}}, item); diff != "" {
+	var ready []string
+	for range 3 {
+		item, _ := q.Get()
+		ready = append(ready, item.Name)
+		q.Done(item)
+	}
+	if diff := cmp.Diff([]string{"backlogged", "quiet", "upgrading"}, ready, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("ready first (-want +got):\n%s", diff)
 	}
-	q.Done(item)
 	f.clock.Step(600 * time.Millisecond)
 	waitFor(t, func() bool { return q.Len() == 1 })
-	item, _ = q.Get()
+	item, _ := q.Get()
 	if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "busy"}}, item); diff != "" {
 		t.Errorf("ready after its interval (-want +got):\n%s", diff)
 	}
@@ -98,6 +137,56 @@ func TestPacedQuotasOf(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if got := q.Len(); got != 0 {
 		t.Errorf("%d more recounts queued, want none: three changes make one recount", got)
+	}
+}
+
+// TestPacedQuotasOfReleasesSooner: a binding change that frees something (a scale-down, a binding deleted) is
+// recounted after the settle interval, for the bindings waiting on that room; one that only grows waits for the
+// growth interval, since its recount only turns reservations into used.
+func TestPacedQuotasOfReleasesSooner(t *testing.T) {
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	f := newFixture(t, interceptor.Funcs{}, team.Obj())
+	p := newPacer(time.Second, 5*time.Second, 0, f.clock.Now)
+	key := types.NamespacedName{Namespace: ns, Name: "team"}
+	h := pacedQuotasOf{quotas: f.client, pacer: p}
+	two := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj()
+	three := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 3).Obj()
+	moved := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member2", 2).Obj()
+
+	for name, tc := range map[string]struct {
+		send func(workqueue.TypedRateLimitingInterface[reconcile.Request])
+		want time.Duration
+	}{
+		"scaled up": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: two, ObjectNew: three}, q)
+		}, want: 5 * time.Second},
+		"created": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(context.Background(), event.CreateEvent{Object: two}, q)
+		}, want: 5 * time.Second},
+		"scaled down": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: three, ObjectNew: two}, q)
+		}, want: time.Second},
+		"moved to another cluster": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: two, ObjectNew: moved}, q)
+		}, want: time.Second},
+		"deleted": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(context.Background(), event.DeleteEvent{Object: two}, q)
+		}, want: time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p.started(key)
+			q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+				workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: f.clock})
+			defer q.ShutDown()
+			tc.send(q)
+			f.clock.Step(tc.want - time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
+			if got := q.Len(); got != 0 {
+				t.Fatalf("recounted before %s", tc.want)
+			}
+			f.clock.Step(time.Millisecond)
+			waitFor(t, func() bool { return q.Len() == 1 })
+		})
 	}
 }
 
@@ -118,12 +207,13 @@ func TestReconcileFoldedReservations(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Generation(2)
 	expires := t0.Add(time.Minute)
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Folded(3, list("cpu", "3"), expires)
-	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
+	q := team.Obj()
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MoveToLedger(q), q)
 	expired := counter(metrics.ReservationsExpired)
 
 	result := f.mustReconcile(t, "team")
 	got := f.quota(t, "team").Status
-	if diff := cmp.Diff(team.Obj().Status.FoldedReservations, got.FoldedReservations, statusOpts); diff != "" {
+	if diff := cmp.Diff(team.Obj().Status.FoldedReservations, f.checkLedgerOf(t, "team").FoldedReservations, statusOpts); diff != "" {
 		t.Errorf("folded before expiry (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(list("cpu", "3"), got.Reserved, statusOpts); diff != "" {
@@ -139,8 +229,8 @@ func TestReconcileFoldedReservations(t *testing.T) {
 	f.clock.Step(result.RequeueAfter)
 	f.mustReconcile(t, "team")
 	got = f.quota(t, "team").Status
-	if got.FoldedReservations != nil {
-		t.Errorf("folded after expiry = %+v, want none", got.FoldedReservations)
+	if folded := f.checkLedgerOf(t, "team").FoldedReservations; folded != nil {
+		t.Errorf("folded after expiry = %+v, want none", folded)
 	}
 	if diff := cmp.Diff(list("cpu", "0"), got.Reserved, statusOpts); diff != "" {
 		t.Errorf("reserved after expiry (-want +got):\n%s", diff)
@@ -156,9 +246,10 @@ func TestReconcileFoldsALongList(t *testing.T) {
 	for i := range quota.MaxReservations + 2 {
 		team.Reservation(utiltesting.MakeBinding(ns, fmt.Sprintf("ghost-%04d", i)).Obj(), 1, list("cpu", "1"), t0.Add(time.Minute+time.Duration(i)*time.Second))
 	}
-	f := newFixture(t, interceptor.Funcs{}, team.Obj())
+	q := team.Obj()
+	f := newFixture(t, interceptor.Funcs{}, utiltesting.MoveToLedger(q), q)
 	f.mustReconcile(t, "team")
-	got := f.quota(t, "team").Status
+	got := f.checkLedgerOf(t, "team")
 	if n := len(got.Reservations); n != quota.MaxReservations {
 		t.Errorf("%d reservations listed, want %d", n, quota.MaxReservations)
 	}
@@ -166,21 +257,36 @@ func TestReconcileFoldsALongList(t *testing.T) {
 	if diff := cmp.Diff(want, got.FoldedReservations, statusOpts); diff != "" {
 		t.Errorf("folded (-want +got):\n%s", diff)
 	}
+	// Folding moves charges, it drops none.
+	if diff := cmp.Diff(list("cpu", fmt.Sprint(quota.MaxReservations+2)), f.quota(t, "team").Status.Reserved, statusOpts); diff != "" {
+		t.Errorf("reserved (-want +got):\n%s", diff)
+	}
 }
 
-// TestReconcileDecidesOnItsOwnWrite: the cache lags behind the controller's own status write; the next recount
-// starts from what that write returned instead of losing a race against it, and reads nothing from the apiserver.
+// TestReconcileDecidesOnItsOwnWrite: the cache lags behind the controller's own writes of the status and of the
+// ledger (which it created); the next recount starts from what those writes returned instead of losing a race
+// against them, and reads nothing from the apiserver.
 func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
 	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
-	// A cache frozen at the quota as it was before the first recount, and an apiserver reader that must not be used.
-	frozen := f.quota(t, "team")
+	// The first recount creates the ledger. From then on the cache is frozen at the quota and the ledger as they
+	// were before that recount's writes, and the apiserver reader must not be used.
+	f.mustReconcile(t, "team")
+	frozenQuota := f.quota(t, "team")
+	frozenQuota.Status = quotav1alpha1.KarmadaQuotaStatus{}
+	frozenQuota.ResourceVersion = "1"
+	frozenLedger := f.mustLedger(t, "team").DeepCopy()
+	frozenLedger.ResourceVersion = "1"
 	apiReads := 0
 	f.reconciler.client = interceptor.NewClient(f.client, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if q, ok := obj.(*quotav1alpha1.KarmadaQuota); ok {
-				frozen.DeepCopyInto(q)
+			switch o := obj.(type) {
+			case *quotav1alpha1.KarmadaQuota:
+				frozenQuota.DeepCopyInto(o)
+				return nil
+			case *quotav1alpha1.KarmadaQuotaLedger:
+				frozenLedger.DeepCopyInto(o)
 				return nil
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -194,7 +300,6 @@ func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	})
 	conflicts := counter(metrics.StatusConflicts.WithLabelValues("controller"))
 
-	f.mustReconcile(t, "team")
 	var rb workv1alpha2.ResourceBinding
 	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(web.Obj()), &rb); err != nil {
 		t.Fatal(err)
@@ -207,6 +312,11 @@ func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 
 	if diff := cmp.Diff(list("cpu", "3"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
 		t.Errorf("used (-want +got):\n%s", diff)
+	}
+	// Created once, then updated: the second recount did not create it again.
+	f.checkLedgerOf(t, "team")
+	if got := f.ledgerWrites.Load(); got != 2 {
+		t.Errorf("ledger writes = %d, want 2", got)
 	}
 	if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 0 {
 		t.Errorf("%v status writes lost a race against the controller's own writes", got)

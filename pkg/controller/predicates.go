@@ -14,36 +14,33 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
-// settleableReservation passes a quota status write that adds a reservation the controller can settle at once
-// (quota.Observed.Settles, the rule the recount applies).
+// settleableReservation passes a write of a quota's ledger (or, from a webhook of an earlier release, of the
+// quota's status) that adds a reservation the controller can settle at once (quota.Observed.Settles, the rule the
+// recount applies).
 //
 // This happens when an admitted write loses a race after admission: a requeue (or any other spec write) lands
 // first, the apiserver re-runs admission for its retry under a new generation, and the first attempt's
 // reservation arrives after the controller recounted for that binding's event. No binding event follows,
 // because every later placement is refused on that very reservation; without this, it would hold the quota until
-// it expires. Other status writes, the webhook's reservations for writes still in flight, pass nothing: they are
-// settled by the binding event their write causes.
+// it expires. Other writes, the webhook's reservations for writes still in flight, pass nothing: they are settled
+// by the binding event their write causes.
 func settleableReservation(bindings client.Reader) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldQuota, ok1 := e.ObjectOld.(*quotav1alpha1.KarmadaQuota)
-			newQuota, ok2 := e.ObjectNew.(*quotav1alpha1.KarmadaQuota)
-			if !ok1 || !ok2 {
-				return false
-			}
-			seen := make(map[reservationKey]bool, len(oldQuota.Status.Reservations))
-			for _, r := range oldQuota.Status.Reservations {
+			old, updated := reservationsOf(e.ObjectOld), reservationsOf(e.ObjectNew)
+			seen := make(map[reservationKey]bool, len(old))
+			for _, r := range old {
 				seen[keyOf(r)] = true
 			}
-			for _, r := range newQuota.Status.Reservations {
+			for _, r := range updated {
 				if seen[keyOf(r)] {
 					continue
 				}
 				var rb workv1alpha2.ResourceBinding
-				err := bindings.Get(context.Background(), client.ObjectKey{Namespace: newQuota.Namespace, Name: r.ReservedBy.Name}, &rb)
+				err := bindings.Get(context.Background(), client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: r.ReservedBy.Name}, &rb)
 				if err != nil {
 					continue // not observed yet: its own event will settle it
 				}
@@ -54,6 +51,17 @@ func settleableReservation(bindings client.Reader) predicate.Funcs {
 			return false
 		},
 	}
+}
+
+// reservationsOf lists the reservations a ledger, or a quota's status, holds.
+func reservationsOf(obj client.Object) []quotav1alpha1.Reservation {
+	switch o := obj.(type) {
+	case *quotav1alpha1.KarmadaQuotaLedger:
+		return o.Reservations
+	case *quotav1alpha1.KarmadaQuota:
+		return o.Status.Reservations
+	}
+	return nil
 }
 
 type reservationKey struct {
@@ -80,5 +88,15 @@ func waitChanged() predicate.Funcs {
 			return ok1 && ok2 && (usage.WaitingForQuota(oldRB) != usage.WaitingForQuota(newRB) ||
 				usage.WaitingForMemberRoom(oldRB) != usage.WaitingForMemberRoom(newRB))
 		},
+	}
+}
+
+// deleted passes deletions only.
+func deleted() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -11,6 +12,8 @@ import (
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
+// TestSettleableReservation passes a write of a ledger, or of a quota's status by an earlier release's webhook,
+// that adds a reservation the controller can settle at once.
 func TestSettleableReservation(t *testing.T) {
 	// web is observed at generation 3.
 	observed := utiltesting.MakeBinding(ns, "web").Generation(3)
@@ -49,21 +52,48 @@ func TestSettleableReservation(t *testing.T) {
 			oldQuota: reserve(web, 3), newQuota: base,
 		},
 	}
+	// Each case as this release's webhook writes it (the ledger), and as an earlier release's did (the quota's
+	// status).
+	as := map[string]func(*utiltesting.QuotaWrapper) client.Object{
+		"ledger":       func(w *utiltesting.QuotaWrapper) client.Object { return utiltesting.MoveToLedger(w.Obj()) },
+		"quota status": func(w *utiltesting.QuotaWrapper) client.Object { return w.Obj() },
+	}
 	p := settleableReservation(bindings)
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := p.Update(event.UpdateEvent{ObjectOld: tc.oldQuota.Obj(), ObjectNew: tc.newQuota.Obj()})
-			if got != tc.want {
-				t.Errorf("Update() = %v, want %v", got, tc.want)
-			}
-		})
+		for kind, obj := range as {
+			t.Run(kind+": "+name, func(t *testing.T) {
+				got := p.Update(event.UpdateEvent{ObjectOld: obj(tc.oldQuota), ObjectNew: obj(tc.newQuota)})
+				if got != tc.want {
+					t.Errorf("Update() = %v, want %v", got, tc.want)
+				}
+			})
+		}
 	}
 
 	if p.Create(event.CreateEvent{Object: base.Obj()}) {
 		t.Error("a create passed: the generation predicate is the one that handles creates")
 	}
+	if p.Create(event.CreateEvent{Object: utiltesting.MoveToLedger(reserve(web, 3).Obj())}) {
+		t.Error("a ledger's create passed: a ledger is created with the reservation the write that caused it settles")
+	}
+	if p.Delete(event.DeleteEvent{Object: utiltesting.MoveToLedger(reserve(web, 3).Obj())}) {
+		t.Error("a ledger's delete passed: the deleted predicate is the one that handles deletes")
+	}
 	if p.Update(event.UpdateEvent{ObjectOld: web, ObjectNew: web}) {
 		t.Error("a binding update passed a quota predicate")
+	}
+}
+
+// TestDeleted passes a ledger's delete, so that the controller writes it again, and nothing else.
+func TestDeleted(t *testing.T) {
+	ledger := utiltesting.MoveToLedger(utiltesting.MakeQuota(ns, "team").Obj())
+	p := deleted()
+	if !p.Delete(event.DeleteEvent{Object: ledger}) {
+		t.Error("a delete did not pass")
+	}
+	if p.Create(event.CreateEvent{Object: ledger}) || p.Update(event.UpdateEvent{ObjectOld: ledger, ObjectNew: ledger}) ||
+		p.Generic(event.GenericEvent{Object: ledger}) {
+		t.Error("a create, an update or a generic event passed")
 	}
 }
 

@@ -147,6 +147,9 @@ func TestRecountWithoutTemplatesWritesNothing(t *testing.T) {
 	if writes := f.statusWrites.Load(); writes != 0 {
 		t.Errorf("%d status writes, want none", writes)
 	}
+	if writes := f.ledgerWrites.Load(); writes != 0 {
+		t.Errorf("%d ledger writes, want none", writes)
+	}
 }
 
 // TestRecountSettlesUnclassifiedBindingsReservations: a binding the quota cannot classify is still observed, so
@@ -156,11 +159,14 @@ func TestRecountSettlesUnclassifiedBindingsReservations(t *testing.T) {
 		Replicas(1).Requests(list("cpu", "4")).Cluster("member1", 1).Obj()
 	q := utiltesting.MakeQuota(ns, "q").Hard(list("cpu", "10")).Scope(corev1.ScopeSelectorOpIn, "high").
 		Reservation(flink, 1, list("cpu", "4"), t0.Add(2*time.Minute)).Obj()
-	f := newFixture(t, interceptor.Funcs{}, flink, q)
+	f := newFixture(t, interceptor.Funcs{}, flink, utiltesting.MoveToLedger(q), q)
 	f.reconciler.classes = priorityclass.NewResolver(f.client, 100)
 	f.mustReconcile(t, "q")
-	if got := f.quota(t, "q").Status.Reservations; len(got) != 0 {
+	if got := f.checkLedgerOf(t, "q").Reservations; len(got) != 0 {
 		t.Errorf("reservations = %+v, want the observed binding's settled", got)
+	}
+	if got, err := resources.Parse(f.quota(t, "q").Status.Reserved); err != nil || got["requests.cpu"] != 0 {
+		t.Errorf("reserved = %v (%v), want nothing once settled", got, err)
 	}
 	if got, err := resources.Parse(f.quota(t, "q").Status.Used); err != nil || got["requests.cpu"] != 0 {
 		t.Errorf("used = %v (%v), want nothing counted for a binding of unknown class", got, err)

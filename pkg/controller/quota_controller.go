@@ -59,11 +59,14 @@ type QuotaReconciler struct {
 	requeuer  *requeuer
 	// classes reads the priority class of bindings that lack it, for scoped quotas; nil takes bindings as they are.
 	classes *priorityclass.Resolver
-	// written holds this controller's last status write of each quota while the cache is older; nil reads every
-	// quota from the apiserver.
-	written *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
+	// written holds this controller's last status write of each quota while the cache is older, and
+	// writtenLedgers its last write of each ledger; nil reads every quota, or ledger, from the apiserver.
+	written        *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
+	writtenLedgers *lastwrite.Store[*quotav1alpha1.KarmadaQuotaLedger]
 	// pacer spaces the recounts that binding changes cause; nil recounts on every change.
 	pacer *pacer
+	// statusPacer spaces the status writes that only move counts; nil writes every change at once.
+	statusPacer *statusPacer
 	// members shows what the member clusters run next to what is charged; nil when they are not read.
 	members *memberView
 	// works holds what the bindings' Works ask their members to run; nil counts bindings alone (tests).
@@ -110,9 +113,17 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		}
 		return ctrl.Result{}, false, err
 	}
-	ledger, err := quota.NewLedger(&q)
+	stored, err := r.readLedger(ctx, key, fresh)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	ledger, err := quota.NewLedger(&q, quota.LedgerOf(stored, &q))
 	if err != nil {
 		return failed(r.markInvalid(ctx, &q, err))
+	}
+	if ledger.Fenced() && !fresh {
+		// The ledger knows a newer spec than the cache: recount that one, read from the apiserver.
+		return r.reconcileOnce(ctx, req, true)
 	}
 	joined, err := r.memberClustersFor(ctx, ledger)
 	if err != nil {
@@ -153,19 +164,39 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	members := r.members.observe(&q, ledger, tally.Clusters, now)
 	status := renderStatus(&q, ledger, tally, unclassified, members, joined, now)
 
-	drifted := r.state.drifted(key, q.UID, &q.Status)
-	if err := r.writeStatus(ctx, &q, status); err != nil {
+	// The ledger first: it settles the reservations and records used in one write, and only then may the quota's
+	// status stop listing reservations an earlier release's webhook wrote there (they are in the ledger now).
+	if err := r.writeLedger(ctx, &q, stored, ledger, tally); err != nil {
 		return failed(err)
 	}
-	r.announce(ctx, &q, tally, members, drifted)
-	requeue := r.state.record(key, &q, tally.Headroom, tally.Waiting)
+	// Settled once the ledger write landed, whatever becomes of the status write: a retry finds nothing to settle.
+	r.announceSettled(&q, tally)
+	drifted := r.state.drifted(key, q.UID, &q.Status)
+	// A status that only moves its counts waits for the status interval (statusPacer); admission decides on the
+	// ledger just written. Status someone else changed is repaired at once.
+	var statusWait time.Duration
+	if !drifted {
+		statusWait = r.statusPacer.wait(key, &q.Status, status)
+	}
+	if statusWait == 0 {
+		wrote, err := r.writeStatus(ctx, &q, status)
+		if err != nil {
+			return failed(err)
+		}
+		if wrote {
+			r.statusPacer.wrote(key)
+		}
+		r.announce(ctx, &q, members, drifted)
+	}
+	// The metrics show the recount, whether its status is written yet or not.
+	requeue := r.state.record(key, &q, status, tally.Headroom, tally.Waiting)
 	r.state.recordUnclassified(key, len(unclassified))
 	if requeue {
 		if err := r.requeuer.requeue(ctx, &q, tally.Headroom, tally.Waiting.Bindings); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
 		}
 	}
-	return ctrl.Result{RequeueAfter: sooner(tally.UntilExpiry, members.recheck)}, false, nil
+	return ctrl.Result{RequeueAfter: sooner(sooner(tally.UntilExpiry, members.recheck), statusWait)}, false, nil
 }
 
 // failed is a reconcile's outcome for the error of a write: a lost compare-and-swap is a conflict, read again and
@@ -181,9 +212,13 @@ func failed(err error) (ctrl.Result, bool, error) {
 func (r *QuotaReconciler) forget(key types.NamespacedName) {
 	r.state.forget(key)
 	r.pacer.forget(key)
+	r.statusPacer.forget(key)
 	r.members.forget(key)
 	if r.written != nil {
 		r.written.Forget(key)
+	}
+	if r.writtenLedgers != nil {
+		r.writtenLedgers.Forget(key)
 	}
 }
 
@@ -203,24 +238,81 @@ func (r *QuotaReconciler) readBindings(ctx context.Context, q *quotav1alpha1.Kar
 	return bindings.Items, unclassified, nil
 }
 
-// writeStatus writes status when it differs from the quota's as read, and remembers the write for the next read.
-func (r *QuotaReconciler) writeStatus(ctx context.Context, q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus) error {
+// writeStatus writes status when it differs from the quota's as read, and remembers the write for the next read. It
+// reports whether it wrote.
+func (r *QuotaReconciler) writeStatus(ctx context.Context, q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(q.Status, *status) {
-		return nil
+		return false, nil
 	}
 	q.Status = *status
 	if err := r.client.Status().Update(ctx, q); err != nil {
-		return fmt.Errorf("writing status: %w", err)
+		return false, fmt.Errorf("writing status: %w", err)
 	}
 	if r.written != nil {
 		r.written.Remember(q)
 	}
+	return true, nil
+}
+
+// readLedger reads the quota's ledger object: from the apiserver when fresh, otherwise the newer of the cache's copy
+// and this controller's last write of it. Nil when there is none.
+func (r *QuotaReconciler) readLedger(ctx context.Context, key types.NamespacedName, fresh bool) (*quotav1alpha1.KarmadaQuotaLedger, error) {
+	stored := &quotav1alpha1.KarmadaQuotaLedger{}
+	if fresh || r.writtenLedgers == nil {
+		if err := r.apiReader.Get(ctx, key, stored); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return stored, nil
+	}
+	// One this controller created and the cache has not seen yet is created again, refused as existing, and read
+	// from the apiserver on the retry: rare, and it never takes a deleted ledger for a current one.
+	if err := r.client.Get(ctx, key, stored); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return r.writtenLedgers.Newest(stored), nil
+}
+
+// writeLedger writes what the recount settled into the quota's ledger object, when it changed: the reservations
+// left, and the usage observed. It creates the ledger of a quota without one (or replaces one a deleted quota of
+// the same name left), so that the webhook decides on the usage this recount observed. The write carries the
+// resourceVersion read: a reservation the webhook added since makes it lose the race, and the retry reads again.
+func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger,
+	ledger *quota.Ledger, tally quota.Tally) error {
+	obj := &quotav1alpha1.KarmadaQuotaLedger{ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name}}
+	if stored != nil {
+		obj = stored.DeepCopy()
+	}
+	if quota.LedgerOf(stored, q) == nil {
+		obj.OwnerReferences = quota.LedgerOwner(q)
+		obj.QuotaGeneration = 0
+	}
+	ledger.WriteTo(obj)
+	ledger.WriteObserved(obj, tally.Used, tally.Clusters)
+	if stored != nil && equality.Semantic.DeepEqual(stored, obj) {
+		return nil
+	}
+	var err error
+	if stored == nil {
+		err = r.client.Create(ctx, obj)
+	} else {
+		err = r.client.Update(ctx, obj)
+	}
+	// Created by the webhook first, or deleted since it was read: read it again.
+	if apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
+		err = apierrors.NewConflict(quotav1alpha1.GroupVersion.WithResource("karmadaquotaledgers").GroupResource(), q.Name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the ledger: %w", err)
+	}
+	if r.writtenLedgers != nil {
+		r.writtenLedgers.Remember(obj)
+	}
 	return nil
 }
 
-// announce counts and tells what a recount did, once its status write landed: a lost write is retried, and would
-// count it all twice.
-func (r *QuotaReconciler) announce(ctx context.Context, q *quotav1alpha1.KarmadaQuota, tally quota.Tally, members memberReport, drifted bool) {
+// announceSettled counts and tells the reservations a recount settled, once its ledger write landed: a lost write
+// is retried, and would count them twice.
+func (r *QuotaReconciler) announceSettled(q *quotav1alpha1.KarmadaQuota, tally quota.Tally) {
 	metrics.ReservationsExpired.Add(float64(tally.Expired))
 	metrics.ReservationsSettled.Add(float64(len(tally.Settled) - tally.Expired))
 	if tally.Expired > 0 {
@@ -232,6 +324,11 @@ func (r *QuotaReconciler) announce(ctx context.Context, q *quotav1alpha1.Karmada
 		r.recorder.Eventf(q, corev1.EventTypeNormal, EventReservationExpired,
 			"%d folded reservation(s) expired: each of their writes is counted in used or never happened", folded.Count)
 	}
+}
+
+// announce tells what a recount found, once its status write landed: a lost write is retried, and would tell it
+// twice.
+func (r *QuotaReconciler) announce(ctx context.Context, q *quotav1alpha1.KarmadaQuota, members memberReport, drifted bool) {
 	if len(members.newlyOver) > 0 {
 		r.recorder.Event(q, corev1.EventTypeWarning, EventMembersRunMore,
 			"Member clusters run more than the quota charges there: "+describe(members.newlyOver))

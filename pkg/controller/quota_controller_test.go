@@ -68,20 +68,42 @@ type fixture struct {
 	reconciler *QuotaReconciler
 	// statusWrites counts quota status writes, refused ones included.
 	statusWrites atomic.Int32
+	// ledgerWrites counts writes (creates and updates) of ledger objects, refused ones included.
+	ledgerWrites atomic.Int32
 }
 
 // newFixture stores objs in a fake client. funcs intercept the client; a SubResourceUpdate among them replaces
-// the status write after it was counted.
+// the status write after it was counted, and a Create or Update among them a ledger's write after it was counted.
 func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *fixture {
 	t.Helper()
 	f := &fixture{clock: clocktesting.NewFakeClock(t0), recorder: record.NewFakeRecorder(100)}
-	update := funcs.SubResourceUpdate
+	subResourceUpdate := funcs.SubResourceUpdate
 	funcs.SubResourceUpdate = func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 		f.statusWrites.Add(1)
-		if update != nil {
-			return update(ctx, c, sub, obj, opts...)
+		if subResourceUpdate != nil {
+			return subResourceUpdate(ctx, c, sub, obj, opts...)
 		}
 		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}
+	create := funcs.Create
+	funcs.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+			f.ledgerWrites.Add(1)
+		}
+		if create != nil {
+			return create(ctx, c, obj, opts...)
+		}
+		return c.Create(ctx, obj, opts...)
+	}
+	update := funcs.Update
+	funcs.Update = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+			f.ledgerWrites.Add(1)
+		}
+		if update != nil {
+			return update(ctx, c, obj, opts...)
+		}
+		return c.Update(ctx, obj, opts...)
 	}
 	f.client = fake.NewClientBuilder().
 		WithScheme(scheme.Scheme).
@@ -93,14 +115,15 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 	f.state = newState()
 	f.requeuer = &requeuer{client: f.client, clock: f.clock, recorder: f.recorder, cooldown: time.Minute, last: map[types.UID]time.Time{}}
 	f.reconciler = &QuotaReconciler{
-		client:    f.client,
-		apiReader: f.client,
-		clock:     f.clock,
-		recorder:  f.recorder,
-		deleted:   f.deleted,
-		state:     f.state,
-		requeuer:  f.requeuer,
-		written:   lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		client:         f.client,
+		apiReader:      f.client,
+		clock:          f.clock,
+		recorder:       f.recorder,
+		deleted:        f.deleted,
+		state:          f.state,
+		requeuer:       f.requeuer,
+		written:        lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		writtenLedgers: lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
 	}
 	return f
 }
@@ -127,6 +150,55 @@ func (f *fixture) quota(t *testing.T, name string) *quotav1alpha1.KarmadaQuota {
 		t.Fatalf("getting quota %s: %v", name, err)
 	}
 	return &q
+}
+
+// ledger returns the quota's ledger object as stored, nil when there is none.
+func (f *fixture) ledger(t *testing.T, name string) *quotav1alpha1.KarmadaQuotaLedger {
+	t.Helper()
+	var l quotav1alpha1.KarmadaQuotaLedger
+	if err := f.client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &l); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatalf("getting the ledger of quota %s: %v", name, err)
+	}
+	return &l
+}
+
+// mustLedger returns the quota's ledger object, failing the test when there is none.
+func (f *fixture) mustLedger(t *testing.T, name string) *quotav1alpha1.KarmadaQuotaLedger {
+	t.Helper()
+	l := f.ledger(t, name)
+	if l == nil {
+		t.Fatalf("quota %s has no ledger", name)
+	}
+	return l
+}
+
+// checkLedgerOf checks that the quota's ledger is its own (a controller owner reference to the quota's UID), fenced
+// at its generation, counts its reservations, and records the used of its status, as one recount wrote both.
+func (f *fixture) checkLedgerOf(t *testing.T, name string) *quotav1alpha1.KarmadaQuotaLedger {
+	t.Helper()
+	q := f.quota(t, name)
+	l := f.mustLedger(t, name)
+	if owner := metav1.GetControllerOf(l); owner == nil || owner.UID != q.UID || owner.Kind != "KarmadaQuota" || owner.Name != q.Name {
+		t.Errorf("ledger's controller = %+v, want quota %s (UID %s)", owner, q.Name, q.UID)
+	}
+	if l.QuotaGeneration != q.Generation {
+		t.Errorf("ledger's quotaGeneration = %d, want the quota's generation %d", l.QuotaGeneration, q.Generation)
+	}
+	if int(l.ReservationCount) != len(l.Reservations) {
+		t.Errorf("ledger's reservationCount = %d, want %d", l.ReservationCount, len(l.Reservations))
+	}
+	if l.Observed == nil {
+		t.Errorf("ledger observed nothing, want the used of status %v", q.Status.Used)
+	} else if diff := cmp.Diff(q.Status.Used, l.Observed.Used, statusOpts); diff != "" {
+		t.Errorf("ledger's observed used differs from status used (-status +ledger):\n%s", diff)
+	}
+	if len(q.Status.Reservations) != 0 {
+		t.Errorf("status lists reservations %+v: want them in the ledger only", q.Status.Reservations)
+	}
+	return l
 }
 
 func (f *fixture) binding(t *testing.T, name string) *workv1alpha2.ResourceBinding {
@@ -207,6 +279,13 @@ func TestReconcileStatus(t *testing.T) {
 	if got := f.statusWrites.Load(); got != 1 {
 		t.Errorf("status writes = %d, want 1", got)
 	}
+	// The first recount creates the quota's ledger: what the webhook decides on.
+	if l := f.checkLedgerOf(t, "team"); len(l.Reservations) != 0 || l.FoldedReservations != nil || len(l.Observed.Clusters) != 0 {
+		t.Errorf("ledger = %+v, want no reservations and no clusters (the quota limits none)", l)
+	}
+	if got := f.ledgerWrites.Load(); got != 1 {
+		t.Errorf("ledger writes = %d, want 1", got)
+	}
 
 	snapshots := f.state.Snapshots()
 	if len(snapshots) != 1 {
@@ -237,7 +316,7 @@ func TestReconcileSettlesReservations(t *testing.T) {
 	cases := map[string]struct {
 		reservations []reservation
 		deleted      []types.UID
-		// wantKept are the reservations left, in status order.
+		// wantKept are the reservations left, in the ledger's order.
 		wantKept         []reservation
 		wantRequeueAfter time.Duration
 		wantSettled      float64
@@ -319,7 +398,8 @@ func TestReconcileSettlesReservations(t *testing.T) {
 			for _, r := range tc.reservations {
 				q.Reservation(r.rb, r.generation, list("cpu", "1"), r.expires)
 			}
-			f := newFixture(t, interceptor.Funcs{}, web.Obj(), q.Obj())
+			stored := q.Obj()
+			f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MoveToLedger(stored), stored)
 			for _, uid := range tc.deleted {
 				f.deleted.add(uid)
 			}
@@ -335,7 +415,7 @@ func TestReconcileSettlesReservations(t *testing.T) {
 				want.Status.Reserved = list("cpu", "0")
 			}
 			got := f.quota(t, "team").Status
-			if diff := cmp.Diff(want.Status.Reservations, got.Reservations, statusOpts); diff != "" {
+			if diff := cmp.Diff(want.Status.Reservations, f.checkLedgerOf(t, "team").Reservations, statusOpts); diff != "" {
 				t.Errorf("reservations (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(want.Status.Reserved, got.Reserved, statusOpts); diff != "" {
@@ -366,8 +446,8 @@ func TestReconcileComesBackAtExpiry(t *testing.T) {
 	ghost := utiltesting.MakeBinding(ns, "ghost")
 	// The fake clock has a fraction of a second here, which the expiry (whole seconds) does not.
 	start := t0.Add(400 * time.Millisecond)
-	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Reservation(ghost.Obj(), 1, list("cpu", "2"), t0.Add(time.Minute))
-	f := newFixture(t, interceptor.Funcs{}, q.Obj())
+	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Reservation(ghost.Obj(), 1, list("cpu", "2"), t0.Add(time.Minute)).Obj()
+	f := newFixture(t, interceptor.Funcs{}, utiltesting.MoveToLedger(q), q)
 	f.clock.SetTime(start)
 	expired := counter(metrics.ReservationsExpired)
 
@@ -375,8 +455,11 @@ func TestReconcileComesBackAtExpiry(t *testing.T) {
 	if want := time.Minute - 400*time.Millisecond + time.Second; result.RequeueAfter != want {
 		t.Fatalf("RequeueAfter = %v, want %v", result.RequeueAfter, want)
 	}
-	if got := len(f.quota(t, "team").Status.Reservations); got != 1 {
+	if got := len(f.checkLedgerOf(t, "team").Reservations); got != 1 {
 		t.Fatalf("%d reservations before the expiry, want 1", got)
+	}
+	if diff := cmp.Diff(list("cpu", "2"), f.quota(t, "team").Status.Reserved, statusOpts); diff != "" {
+		t.Errorf("reserved before the expiry (-want +got):\n%s", diff)
 	}
 
 	f.clock.Step(result.RequeueAfter)
@@ -386,8 +469,8 @@ func TestReconcileComesBackAtExpiry(t *testing.T) {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 	got := f.quota(t, "team").Status
-	if len(got.Reservations) != 0 {
-		t.Errorf("reservations = %+v, want none", got.Reservations)
+	if l := f.checkLedgerOf(t, "team"); len(l.Reservations) != 0 {
+		t.Errorf("reservations = %+v, want none", l.Reservations)
 	}
 	if diff := cmp.Diff(list("cpu", "0"), got.Reserved, statusOpts); diff != "" {
 		t.Errorf("reserved (-want +got):\n%s", diff)
@@ -397,14 +480,223 @@ func TestReconcileComesBackAtExpiry(t *testing.T) {
 	}
 }
 
-// TestReconcileWritesOnlyChanges writes the status once, and not again while nothing changes; a change to the
-// spec or to the bindings is written.
+// TestReconcileMovesReservationsFromStatus upgrades a quota whose reservations an earlier release's webhook
+// listed in its status: the recount moves them into the ledger, next to those this release's webhook wrote there,
+// and clears them from status. No reservation is lost, and one listed in both is kept once.
+func TestReconcileMovesReservationsFromStatus(t *testing.T) {
+	// web is observed at generation 2; the ghosts' writes are not observed.
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1).Generation(2)
+	ghost := utiltesting.MakeBinding(ns, "ghost").Obj()
+	ghost2 := utiltesting.MakeBinding(ns, "ghost2").Obj()
+	ghost3 := utiltesting.MakeBinding(ns, "ghost3").Obj()
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	later := t0.Add(time.Minute)
+	reservation := func(rb *workv1alpha2.ResourceBinding, generation int64, cpu string) quotav1alpha1.Reservation {
+		return quotav1alpha1.Reservation{
+			ReservedBy: utiltesting.ReservationOwner(rb), Generation: generation,
+			Reserved: list("cpu", cpu), ExpirationTime: metav1.NewTime(later),
+		}
+	}
+
+	cases := map[string]struct {
+		// inStatus are the reservations an earlier release's webhook listed in status, inLedger those this release's
+		// webhook wrote into the ledger (nil: no ledger yet).
+		inStatus *utiltesting.QuotaWrapper
+		inLedger *utiltesting.QuotaWrapper
+		wantKept []quotav1alpha1.Reservation
+		// wantFolded is the folded sum an earlier release's webhook left in status: it stays there until it
+		// expires (moved, a lost status write would move it twice), and counts in reserved.
+		wantFolded   *quotav1alpha1.FoldedReservations
+		wantReserved corev1.ResourceList
+		wantSettled  float64
+	}{
+		"no ledger yet: the first recount makes it": {
+			inStatus: team.Clone().
+				Reservation(web.Obj(), 2, list("cpu", "1"), later).
+				Reservation(ghost, 1, list("cpu", "1"), later).
+				Reservation(ghost2, 1, list("cpu", "2"), later).
+				Folded(3, list("cpu", "3"), later),
+			wantKept:     []quotav1alpha1.Reservation{reservation(ghost, 1, "1"), reservation(ghost2, 1, "2")},
+			wantFolded:   &quotav1alpha1.FoldedReservations{Count: 3, Reserved: list("cpu", "3"), ExpirationTime: metav1.NewTime(later)},
+			wantReserved: list("cpu", "6"),
+			wantSettled:  1,
+		},
+		"both webhooks wrote: the lists are merged": {
+			inStatus: team.Clone().
+				Reservation(web.Obj(), 2, list("cpu", "1"), later).
+				Reservation(ghost, 1, list("cpu", "1"), later).
+				// Moved into the ledger by an earlier recount whose status write has not landed.
+				Reservation(ghost2, 1, list("cpu", "2"), later),
+			inLedger: team.Clone().
+				Reservation(ghost2, 1, list("cpu", "2"), later).
+				Reservation(ghost3, 1, list("cpu", "4"), later),
+			wantKept:     []quotav1alpha1.Reservation{reservation(ghost, 1, "1"), reservation(ghost2, 1, "2"), reservation(ghost3, 1, "4")},
+			wantReserved: list("cpu", "7"),
+			wantSettled:  1,
+		},
+		"the same write reserved by both: the larger amount is kept": {
+			inStatus: team.Clone().Reservation(ghost, 1, list("cpu", "1"), later),
+			inLedger: team.Clone().Reservation(ghost, 1, list("cpu", "3"), later),
+			wantKept: []quotav1alpha1.Reservation{reservation(ghost, 1, "3")},
+			// Counted once.
+			wantReserved: list("cpu", "3"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := tc.inStatus.Obj()
+			objs := []client.Object{web.Obj(), q}
+			if tc.inLedger != nil {
+				objs = append(objs, utiltesting.MoveToLedger(tc.inLedger.Obj()))
+			}
+			f := newFixture(t, interceptor.Funcs{}, objs...)
+			settled := counter(metrics.ReservationsSettled)
+
+			result := f.mustReconcile(t, "team")
+
+			l := f.checkLedgerOf(t, "team")
+			if diff := cmp.Diff(tc.wantKept, l.Reservations, statusOpts); diff != "" {
+				t.Errorf("ledger's reservations (-want +got):\n%s", diff)
+			}
+			if l.FoldedReservations != nil {
+				t.Errorf("ledger's folded reservations %+v, want none: status's stays in status", l.FoldedReservations)
+			}
+			if diff := cmp.Diff(tc.wantFolded, f.quota(t, "team").Status.FoldedReservations, statusOpts); diff != "" {
+				t.Errorf("status's folded reservations (-want +got):\n%s", diff)
+			}
+			got := f.quota(t, "team").Status
+			if diff := cmp.Diff(tc.wantReserved, got.Reserved, statusOpts); diff != "" {
+				t.Errorf("reserved (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(list("cpu", "1"), got.Used, statusOpts); diff != "" {
+				t.Errorf("used (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(ctrl.Result{RequeueAfter: time.Minute + time.Second}, result); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if got := counter(metrics.ReservationsSettled) - settled; got != tc.wantSettled {
+				t.Errorf("ReservationsSettled grew by %v, want %v", got, tc.wantSettled)
+			}
+			if got := f.statusWrites.Load(); got != 1 {
+				t.Errorf("status writes = %d, want 1", got)
+			}
+			if got := f.ledgerWrites.Load(); got != 1 {
+				t.Errorf("ledger writes = %d, want 1", got)
+			}
+
+			// Moved once: the next recount finds nothing to change.
+			f.mustReconcile(t, "team")
+			if got := f.statusWrites.Load(); got != 1 {
+				t.Errorf("status writes after a second recount = %d, want 1", got)
+			}
+			if got := f.ledgerWrites.Load(); got != 1 {
+				t.Errorf("ledger writes after a second recount = %d, want 1", got)
+			}
+			if diff := cmp.Diff(tc.wantKept, f.mustLedger(t, "team").Reservations, statusOpts); diff != "" {
+				t.Errorf("ledger's reservations after a second recount (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReconcileReplacesLedgerOfDeletedQuota: a quota deleted and created again under its name finds the ledger its
+// predecessor left (the garbage collector has not removed it yet). The first recount of the new quota makes the
+// ledger its own: the predecessor's reservations and fence are dropped, and its owner reference names the new quota.
+func TestReconcileReplacesLedgerOfDeletedQuota(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	ghost := utiltesting.MakeBinding(ns, "ghost")
+	later := t0.Add(time.Minute)
+
+	cases := map[string]struct {
+		// cacheLags hides the old ledger from the cache: the controller creates one, loses to the stored one, and
+		// replaces it on the retry.
+		cacheLags     bool
+		wantConflicts float64
+		wantWrites    int32
+	}{
+		"the cache has the old ledger": {wantWrites: 1},
+		"the cache has not seen it":    {cacheLags: true, wantConflicts: 1, wantWrites: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			deleted := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).
+				Reservation(ghost.Obj(), 1, list("cpu", "3"), later).
+				Folded(2, list("cpu", "2"), later).Obj()
+			deleted.UID = "uid-deleted-quota"
+			deleted.Generation = 7
+			left := utiltesting.MoveToLedger(deleted)
+			left.Observed = &quotav1alpha1.LedgerObserved{Used: list("cpu", "9")}
+			q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+			f := newFixture(t, interceptor.Funcs{}, web.Obj(), left, q)
+			if tc.cacheLags {
+				f.reconciler.client = interceptor.NewClient(f.client, interceptor.Funcs{
+					Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+						if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+							return apierrors.NewNotFound(quotav1alpha1.GroupVersion.WithResource("karmadaquotaledgers").GroupResource(), key.Name)
+						}
+						return c.Get(ctx, key, obj, opts...)
+					},
+				})
+			}
+			leftUID := f.mustLedger(t, "team").UID
+			conflicts := counter(metrics.StatusConflicts.WithLabelValues("controller"))
+			settled, expired := counter(metrics.ReservationsSettled), counter(metrics.ReservationsExpired)
+
+			result := f.mustReconcile(t, "team")
+
+			l := f.checkLedgerOf(t, "team")
+			if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != q.UID {
+				t.Errorf("ledger's owner references = %+v, want only the new quota's (UID %s)", l.OwnerReferences, q.UID)
+			}
+			if len(l.Reservations) != 0 || l.FoldedReservations != nil {
+				t.Errorf("ledger holds reservations %+v, folded %+v: want the deleted quota's dropped", l.Reservations, l.FoldedReservations)
+			}
+			if l.QuotaGeneration != 1 {
+				t.Errorf("ledger's quotaGeneration = %d, want the new quota's 1, not the deleted quota's fence", l.QuotaGeneration)
+			}
+			if diff := cmp.Diff(list("cpu", "1"), l.Observed.Used, statusOpts); diff != "" {
+				t.Errorf("ledger's observed used (-want +got):\n%s", diff)
+			}
+			if l.UID != leftUID {
+				t.Errorf("ledger's UID = %s, want %s: the object is updated in place, not deleted", l.UID, leftUID)
+			}
+			got := f.quota(t, "team").Status
+			if diff := cmp.Diff(list("cpu", "0"), got.Reserved, statusOpts); diff != "" {
+				t.Errorf("reserved (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(list("cpu", "1"), got.Used, statusOpts); diff != "" {
+				t.Errorf("used (-want +got):\n%s", diff)
+			}
+			// Nothing of the deleted quota is held any more, so nothing to come back for.
+			if diff := cmp.Diff(ctrl.Result{}, result); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if got := f.ledgerWrites.Load(); got != tc.wantWrites {
+				t.Errorf("ledger writes = %d, want %d", got, tc.wantWrites)
+			}
+			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != tc.wantConflicts {
+				t.Errorf("StatusConflicts{writer=controller} grew by %v, want %v", got, tc.wantConflicts)
+			}
+			// They were another quota's: not settled or expired by this one.
+			if got := counter(metrics.ReservationsSettled) - settled; got != 0 {
+				t.Errorf("ReservationsSettled grew by %v, want 0", got)
+			}
+			if got := counter(metrics.ReservationsExpired) - expired; got != 0 {
+				t.Errorf("ReservationsExpired grew by %v, want 0", got)
+			}
+		})
+	}
+}
+
+// TestReconcileWritesOnlyChanges writes the status and the ledger once, and not again while nothing changes; a
+// change to the spec or to the bindings is written.
 func TestReconcileWritesOnlyChanges(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
 
 	f.mustReconcile(t, "team")
 	rv := f.quota(t, "team").ResourceVersion
+	ledgerRV := f.mustLedger(t, "team").ResourceVersion
 	f.clock.Step(time.Hour)
 	f.mustReconcile(t, "team")
 	f.mustReconcile(t, "team")
@@ -412,8 +704,14 @@ func TestReconcileWritesOnlyChanges(t *testing.T) {
 	if got := f.statusWrites.Load(); got != 1 {
 		t.Errorf("status writes = %d, want 1", got)
 	}
+	if got := f.ledgerWrites.Load(); got != 1 {
+		t.Errorf("ledger writes = %d, want 1", got)
+	}
 	if got := f.quota(t, "team").ResourceVersion; got != rv {
 		t.Errorf("resourceVersion = %s, want %s: nothing changed", got, rv)
+	}
+	if got := f.mustLedger(t, "team").ResourceVersion; got != ledgerRV {
+		t.Errorf("ledger's resourceVersion = %s, want %s: nothing changed", got, ledgerRV)
 	}
 
 	// A new limit (the fake client does not bump generations: the test does).
@@ -442,102 +740,220 @@ func TestReconcileWritesOnlyChanges(t *testing.T) {
 	if got := f.statusWrites.Load(); got != 2 {
 		t.Errorf("status writes = %d, want 2", got)
 	}
+	// The ledger observes the new limit's usage, fenced at the new generation.
+	f.checkLedgerOf(t, "team")
+	if got := f.ledgerWrites.Load(); got != 2 {
+		t.Errorf("ledger writes = %d, want 2", got)
+	}
 }
 
-// TestReconcileConflictRetried loses the first status write to the webhook, which reserved for a new binding in
-// between: the same Reconcile reads again and writes, keeping the webhook's reservation.
+// TestReconcileConflictRetried loses the first write of the ledger, or of the status, to a webhook, which reserved
+// for a new binding in between: the same Reconcile reads again and writes, keeping the webhook's reservation.
 func TestReconcileConflictRetried(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	late := utiltesting.MakeBinding(ns, "late")
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
 	expires := t0.Add(time.Minute)
-
-	var calls atomic.Int32
-	funcs := interceptor.Funcs{
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if calls.Add(1) == 1 {
-				var stored quotav1alpha1.KarmadaQuota
-				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &stored); err != nil {
-					return err
-				}
-				stored.Status.Reservations = append(stored.Status.Reservations, quotav1alpha1.Reservation{
-					ReservedBy: utiltesting.ReservationOwner(late.Obj()), Generation: 1,
-					Reserved: list("cpu", "2"), ExpirationTime: metav1.NewTime(expires),
-				})
-				stored.Status.Reserved = list("cpu", "3")
-				if err := c.Status().Update(ctx, &stored); err != nil {
-					return err
-				}
-				return conflict(obj.GetName())
-			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
+	lateReservation := quotav1alpha1.Reservation{
+		ReservedBy: utiltesting.ReservationOwner(late.Obj()), Generation: 1,
+		Reserved: list("cpu", "2"), ExpirationTime: metav1.NewTime(expires),
 	}
 	// web's own reservation is settled: counted once, although two attempts settle it.
-	f := newFixture(t, funcs, web.Obj(), team.Clone().Reservation(web.Obj(), 1, list("cpu", "1"), expires).Obj())
-	conflicts := counter(metrics.StatusConflicts.WithLabelValues("controller"))
-	settled := counter(metrics.ReservationsSettled)
-
-	result, err := f.reconcile(t, "team")
-	if err != nil {
-		t.Fatalf("Reconcile: %v", err)
+	withWeb := func() *quotav1alpha1.KarmadaQuota {
+		return team.Clone().Reservation(web.Obj(), 1, list("cpu", "1"), expires).Obj()
+	}
+	inLedger := func() []client.Object {
+		q := withWeb()
+		return []client.Object{utiltesting.MoveToLedger(q), q}
 	}
 
-	want := team.Clone().Reservation(late.Obj(), 1, list("cpu", "2"), expires).Obj().Status
-	want.ObservedGeneration = 1
-	want.Hard = list("cpu", "10")
-	want.Used = list("cpu", "1")
-	want.Clusters = []quotav1alpha1.ClusterUsage{{Name: "member1", Used: list("cpu", "1")}}
-	want.Summary = "cpu: 1/10"
-	want.Conditions = []metav1.Condition{ready(1, t0)}
-	if diff := cmp.Diff(want, f.quota(t, "team").Status, statusOpts); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
+	cases := map[string]struct {
+		objs []client.Object
+		// funcs lose the first write they intercept, and count the writes they intercept in calls.
+		funcs func(calls *atomic.Int32) interceptor.Funcs
+		// wantCalls counts the writes funcs intercept; wantLedgerWrites and wantStatusWrites every write, the lost
+		// one included.
+		wantCalls, wantLedgerWrites, wantStatusWrites int32
+	}{
+		"the ledger's update loses to the webhook's": {
+			objs: inLedger(),
+			funcs: func(calls *atomic.Int32) interceptor.Funcs {
+				return interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok && calls.Add(1) == 1 {
+						var stored quotav1alpha1.KarmadaQuotaLedger
+						if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &stored); err != nil {
+							return err
+						}
+						stored.Reservations = append(stored.Reservations, lateReservation)
+						stored.ReservationCount = int32(len(stored.Reservations))
+						if err := c.Update(ctx, &stored); err != nil {
+							return err
+						}
+					}
+					// The controller's write carries the version it read: it loses to the webhook's.
+					return c.Update(ctx, obj, opts...)
+				}}
+			},
+			wantCalls: 2, wantLedgerWrites: 2, wantStatusWrites: 1,
+		},
+		// During an upgrade: web's reservation is in status (an earlier release's webhook), and this release's
+		// webhook makes the first ledger.
+		"the ledger's create loses to the webhook's": {
+			objs: []client.Object{withWeb()},
+			funcs: func(calls *atomic.Int32) interceptor.Funcs {
+				return interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if ledger, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok && calls.Add(1) == 1 {
+						webhooks := &quotav1alpha1.KarmadaQuotaLedger{
+							ObjectMeta:       metav1.ObjectMeta{Namespace: ledger.Namespace, Name: ledger.Name, OwnerReferences: ledger.OwnerReferences},
+							QuotaGeneration:  1,
+							Reservations:     []quotav1alpha1.Reservation{lateReservation},
+							ReservationCount: 1,
+						}
+						if err := c.Create(ctx, webhooks); err != nil {
+							return err
+						}
+					}
+					return c.Create(ctx, obj, opts...)
+				}}
+			},
+			// The create lost; the retry updates the webhook's ledger.
+			wantCalls: 1, wantLedgerWrites: 2, wantStatusWrites: 1,
+		},
+		"the status write loses to an earlier release's webhook": {
+			objs: inLedger(),
+			funcs: func(calls *atomic.Int32) interceptor.Funcs {
+				return interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					if calls.Add(1) == 1 {
+						var stored quotav1alpha1.KarmadaQuota
+						if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &stored); err != nil {
+							return err
+						}
+						stored.Status.Reservations = append(stored.Status.Reservations, lateReservation)
+						stored.Status.Reserved = list("cpu", "3")
+						if err := c.Status().Update(ctx, &stored); err != nil {
+							return err
+						}
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				}}
+			},
+			// The first attempt's ledger write landed (web settled); the retry moves late's reservation into it.
+			wantCalls: 2, wantLedgerWrites: 2, wantStatusWrites: 2,
+		},
 	}
-	if diff := cmp.Diff(ctrl.Result{RequeueAfter: time.Minute + time.Second}, result); diff != "" {
-		t.Errorf("result (-want +got):\n%s", diff)
-	}
-	if got := calls.Load(); got != 2 {
-		t.Errorf("status writes = %d, want 2 (one lost, one retried)", got)
-	}
-	if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 1 {
-		t.Errorf("StatusConflicts{writer=controller} grew by %v, want 1", got)
-	}
-	if got := counter(metrics.ReservationsSettled) - settled; got != 1 {
-		t.Errorf("ReservationsSettled grew by %v, want 1", got)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var calls atomic.Int32
+			f := newFixture(t, tc.funcs(&calls), append([]client.Object{web.Obj()}, tc.objs...)...)
+			conflicts := counter(metrics.StatusConflicts.WithLabelValues("controller"))
+			settled := counter(metrics.ReservationsSettled)
+
+			result, err := f.reconcile(t, "team")
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+
+			want := quotav1alpha1.KarmadaQuotaStatus{
+				ObservedGeneration: 1,
+				Hard:               list("cpu", "10"),
+				Used:               list("cpu", "1"),
+				Reserved:           list("cpu", "2"),
+				Clusters:           []quotav1alpha1.ClusterUsage{{Name: "member1", Used: list("cpu", "1")}},
+				Summary:            "cpu: 1/10",
+				Conditions:         []metav1.Condition{ready(1, t0)},
+			}
+			if diff := cmp.Diff(want, f.quota(t, "team").Status, statusOpts); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]quotav1alpha1.Reservation{lateReservation}, f.checkLedgerOf(t, "team").Reservations, statusOpts); diff != "" {
+				t.Errorf("ledger's reservations (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(ctrl.Result{RequeueAfter: time.Minute + time.Second}, result); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if got := calls.Load(); got != tc.wantCalls {
+				t.Errorf("intercepted writes = %d, want %d (one lost, then the retry's)", got, tc.wantCalls)
+			}
+			if got := f.ledgerWrites.Load(); got != tc.wantLedgerWrites {
+				t.Errorf("ledger writes = %d, want %d", got, tc.wantLedgerWrites)
+			}
+			if got := f.statusWrites.Load(); got != tc.wantStatusWrites {
+				t.Errorf("status writes = %d, want %d", got, tc.wantStatusWrites)
+			}
+			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 1 {
+				t.Errorf("StatusConflicts{writer=controller} grew by %v, want 1", got)
+			}
+			if got := counter(metrics.ReservationsSettled) - settled; got != 1 {
+				t.Errorf("ReservationsSettled grew by %v, want 1", got)
+			}
+		})
 	}
 }
 
-// TestReconcileWriteFails gives up after losing every attempt, and reports a write error.
+// TestReconcileWriteFails gives up after losing every attempt, and reports a write error, whether the ledger's
+// write (the first) or the status write fails.
 func TestReconcileWriteFails(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
 
 	cases := map[string]struct {
+		// ledger fails the ledger's writes; otherwise the status writes fail.
+		ledger        bool
 		err           error
 		wantResult    ctrl.Result
 		wantErr       string
 		wantConflicts float64
-		wantWrites    int32
+		wantLedger    int32
+		wantStatus    int32
 	}{
-		"every attempt conflicts: requeued, no error": {
+		"every ledger write conflicts: requeued, no error": {
+			ledger:        true,
 			err:           conflict("team"),
 			wantResult:    ctrl.Result{Requeue: true},
 			wantConflicts: conflictRetries,
-			wantWrites:    conflictRetries,
+			wantLedger:    conflictRetries,
 		},
-		"the write fails: an error": {
+		"the ledger write fails: an error": {
+			ledger:     true,
+			err:        apierrors.NewServiceUnavailable("etcd is down"),
+			wantErr:    "writing the ledger: etcd is down",
+			wantLedger: 1,
+		},
+		// The ledger is written by the first attempt; the retries find it as they would write it.
+		"every status write conflicts: requeued, no error": {
+			err:           conflict("team"),
+			wantResult:    ctrl.Result{Requeue: true},
+			wantConflicts: conflictRetries,
+			wantLedger:    1,
+			wantStatus:    conflictRetries,
+		},
+		"the status write fails: an error": {
 			err:        apierrors.NewServiceUnavailable("etcd is down"),
 			wantErr:    "writing status: etcd is down",
-			wantWrites: 1,
+			wantLedger: 1,
+			wantStatus: 1,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, interceptor.Funcs{
+			funcs := interceptor.Funcs{
 				SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
 					return tc.err
 				},
-			}, web.Obj(), team.Clone().Reservation(web.Obj(), 1, list("cpu", "1"), t0.Add(time.Minute)).Obj())
+			}
+			if tc.ledger {
+				funcs = interceptor.Funcs{
+					Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+						if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+							return tc.err
+						}
+						return c.Update(ctx, obj, opts...)
+					},
+				}
+			}
+			q := team.Clone().Reservation(web.Obj(), 1, list("cpu", "1"), t0.Add(time.Minute)).Obj()
+			f := newFixture(t, funcs, web.Obj(), utiltesting.MoveToLedger(q), q)
+			before := f.quota(t, "team").Status
 			conflicts := counter(metrics.StatusConflicts.WithLabelValues("controller"))
 			settled := counter(metrics.ReservationsSettled)
 
@@ -556,17 +972,32 @@ func TestReconcileWriteFails(t *testing.T) {
 			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != tc.wantConflicts {
 				t.Errorf("StatusConflicts{writer=controller} grew by %v, want %v", got, tc.wantConflicts)
 			}
-			if got := f.statusWrites.Load(); got != tc.wantWrites {
-				t.Errorf("status writes = %d, want %d", got, tc.wantWrites)
+			if got := f.ledgerWrites.Load(); got != tc.wantLedger {
+				t.Errorf("ledger writes = %d, want %d", got, tc.wantLedger)
 			}
-			if got := counter(metrics.ReservationsSettled) - settled; got != 0 {
-				t.Errorf("ReservationsSettled grew by %v, want 0: nothing was written", got)
+			if got := f.statusWrites.Load(); got != tc.wantStatus {
+				t.Errorf("status writes = %d, want %d", got, tc.wantStatus)
+			}
+			// Settled when the ledger write that settles lands, once, however the status write fares.
+			wantSettled := 1.0
+			if tc.ledger {
+				wantSettled = 0
+			}
+			if got := counter(metrics.ReservationsSettled) - settled; got != wantSettled {
+				t.Errorf("ReservationsSettled grew by %v, want %v", got, wantSettled)
 			}
 			if got := f.state.Snapshots(); len(got) != 0 {
-				t.Errorf("snapshots = %+v, want none: nothing was written", got)
+				t.Errorf("snapshots = %+v, want none: no status write landed", got)
 			}
-			if got := f.quota(t, "team").Status.Reservations; len(got) != 1 {
+			if diff := cmp.Diff(before, f.quota(t, "team").Status, statusOpts); diff != "" {
+				t.Errorf("status changed, although no write of it landed (-before +after):\n%s", diff)
+			}
+			got := f.mustLedger(t, "team").Reservations
+			if tc.ledger && len(got) != 1 {
 				t.Errorf("reservations = %+v, want the stored one", got)
+			}
+			if !tc.ledger && len(got) != 0 {
+				t.Errorf("reservations = %+v, want none: the ledger's write landed, and web's write is observed", got)
 			}
 		})
 	}
@@ -583,6 +1014,17 @@ func TestReconcileReadFails(t *testing.T) {
 			funcs: interceptor.Funcs{
 				Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 					return errors.New("connection refused")
+				},
+			},
+			wantErr: "connection refused",
+		},
+		"the ledger cannot be read": {
+			funcs: interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+						return errors.New("connection refused")
+					}
+					return c.Get(ctx, key, obj, opts...)
 				},
 			},
 			wantErr: "connection refused",
@@ -605,6 +1047,9 @@ func TestReconcileReadFails(t *testing.T) {
 			}
 			if got := f.statusWrites.Load(); got != 0 {
 				t.Errorf("status writes = %d, want 0", got)
+			}
+			if got := f.ledgerWrites.Load(); got != 0 {
+				t.Errorf("ledger writes = %d, want 0", got)
 			}
 		})
 	}
@@ -666,6 +1111,9 @@ func TestReconcileInvalidSpec(t *testing.T) {
 			if got := f.state.Snapshots(); len(got) != 0 {
 				t.Errorf("snapshots = %+v, want none for an invalid quota", got)
 			}
+			if got := f.ledgerWrites.Load(); got != 0 {
+				t.Errorf("ledger writes = %d, want 0: nothing is decided on an invalid quota", got)
+			}
 		})
 	}
 }
@@ -701,36 +1149,63 @@ func TestReconcileDeletedQuota(t *testing.T) {
 	}
 }
 
-// TestReconcileDrift repairs a status that another writer changed, and counts it; the webhook's reservations are
-// not drift.
+// TestReconcileDrift repairs a status that another writer changed, and counts it; the webhook's reservations,
+// whether in the ledger or (an earlier release's webhook) in status, are not drift.
 func TestReconcileDrift(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	lateReservation := quotav1alpha1.Reservation{
+		ReservedBy: utiltesting.ReservationOwner(utiltesting.MakeBinding(ns, "late").Obj()), Generation: 1,
+		Reserved: list("cpu", "1"), ExpirationTime: metav1.NewTime(t0.Add(time.Minute)),
+	}
+	driftEvent := []string{"Warning DriftRepaired Status had been changed by another writer; recounted from the bindings"}
 	cases := map[string]struct {
-		edit        func(*quotav1alpha1.KarmadaQuotaStatus)
-		wantDrift   float64
-		wantEvents  []string
-		wantWritten bool
+		editStatus func(*quotav1alpha1.KarmadaQuotaStatus)
+		editLedger func(*quotav1alpha1.KarmadaQuotaLedger)
+		wantDrift  float64
+		wantEvents []string
+		// wantReserved is status.reserved after the reconcile; nil: as before the edit.
+		wantReserved     corev1.ResourceList
+		wantReservations []quotav1alpha1.Reservation
+		wantStatusWrites int32
+		wantLedgerWrites int32
 	}{
 		"used edited by hand": {
-			edit:        func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Used = list("cpu", "0") },
-			wantDrift:   1,
-			wantEvents:  []string{"Warning DriftRepaired Status had been changed by another writer; recounted from the bindings"},
-			wantWritten: true,
+			editStatus:       func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Used = list("cpu", "0") },
+			wantDrift:        1,
+			wantEvents:       driftEvent,
+			wantStatusWrites: 1,
 		},
 		"a cluster removed by hand": {
-			edit:        func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Clusters = nil },
-			wantDrift:   1,
-			wantEvents:  []string{"Warning DriftRepaired Status had been changed by another writer; recounted from the bindings"},
-			wantWritten: true,
+			editStatus:       func(s *quotav1alpha1.KarmadaQuotaStatus) { s.Clusters = nil },
+			wantDrift:        1,
+			wantEvents:       driftEvent,
+			wantStatusWrites: 1,
+		},
+		// What the webhook decides on is repaired too; the quota's status, which was not changed, is not written.
+		"the ledger's observed used edited by hand": {
+			editLedger:       func(l *quotav1alpha1.KarmadaQuotaLedger) { l.Observed.Used = list("cpu", "0") },
+			wantLedgerWrites: 1,
 		},
 		"a reservation added by the webhook": {
-			edit: func(s *quotav1alpha1.KarmadaQuotaStatus) {
-				s.Reservations = []quotav1alpha1.Reservation{{
-					ReservedBy: utiltesting.ReservationOwner(utiltesting.MakeBinding(ns, "late").Obj()), Generation: 1,
-					Reserved: list("cpu", "1"), ExpirationTime: metav1.NewTime(t0.Add(time.Minute)),
-				}}
+			editLedger: func(l *quotav1alpha1.KarmadaQuotaLedger) {
+				l.Reservations = []quotav1alpha1.Reservation{lateReservation}
+				l.ReservationCount = 1
+			},
+			// Status shows the sum; the ledger, which holds the reservation, is left as it is.
+			wantReserved:     list("cpu", "1"),
+			wantReservations: []quotav1alpha1.Reservation{lateReservation},
+			wantStatusWrites: 1,
+		},
+		"a reservation added by an earlier release's webhook": {
+			editStatus: func(s *quotav1alpha1.KarmadaQuotaStatus) {
+				s.Reservations = []quotav1alpha1.Reservation{lateReservation}
 				s.Reserved = list("cpu", "1")
 			},
+			// Moved into the ledger, and cleared from status.
+			wantReserved:     list("cpu", "1"),
+			wantReservations: []quotav1alpha1.Reservation{lateReservation},
+			wantStatusWrites: 1,
+			wantLedgerWrites: 1,
 		},
 	}
 	for name, tc := range cases {
@@ -738,32 +1213,41 @@ func TestReconcileDrift(t *testing.T) {
 			f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
 			f.mustReconcile(t, "team")
 			want := f.quota(t, "team").Status
+			if tc.wantReserved != nil {
+				want.Reserved = tc.wantReserved
+			}
 			_ = f.events()
 
-			edited := f.quota(t, "team")
-			tc.edit(&edited.Status)
-			if err := f.client.Status().Update(context.Background(), edited); err != nil {
-				t.Fatalf("editing the status: %v", err)
+			if tc.editStatus != nil {
+				edited := f.quota(t, "team")
+				tc.editStatus(&edited.Status)
+				if err := f.client.Status().Update(context.Background(), edited); err != nil {
+					t.Fatalf("editing the status: %v", err)
+				}
 			}
-			tc.edit(&want)
-			writes := f.statusWrites.Load()
+			if tc.editLedger != nil {
+				edited := f.mustLedger(t, "team")
+				tc.editLedger(edited)
+				if err := f.client.Update(context.Background(), edited); err != nil {
+					t.Fatalf("editing the ledger: %v", err)
+				}
+			}
+			statusWrites, ledgerWrites := f.statusWrites.Load(), f.ledgerWrites.Load()
 			drift := counter(metrics.DriftRepaired)
 
 			f.mustReconcile(t, "team")
 
-			if tc.wantWritten {
-				want = *f.quota(t, "team").Status.DeepCopy()
-				if diff := cmp.Diff(list("cpu", "1"), want.Used, statusOpts); diff != "" {
-					t.Errorf("used after the repair (-want +got):\n%s", diff)
-				}
-				if diff := cmp.Diff([]quotav1alpha1.ClusterUsage{{Name: "member1", Used: list("cpu", "1")}}, want.Clusters, statusOpts); diff != "" {
-					t.Errorf("clusters after the repair (-want +got):\n%s", diff)
-				}
-			} else if diff := cmp.Diff(want, f.quota(t, "team").Status, statusOpts); diff != "" {
+			if diff := cmp.Diff(want, f.quota(t, "team").Status, statusOpts); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
-			if got := f.statusWrites.Load()-writes == 1; got != tc.wantWritten {
-				t.Errorf("written = %v, want %v", got, tc.wantWritten)
+			if diff := cmp.Diff(tc.wantReservations, f.checkLedgerOf(t, "team").Reservations, statusOpts); diff != "" {
+				t.Errorf("ledger's reservations (-want +got):\n%s", diff)
+			}
+			if got := f.statusWrites.Load() - statusWrites; got != tc.wantStatusWrites {
+				t.Errorf("status writes = %d, want %d", got, tc.wantStatusWrites)
+			}
+			if got := f.ledgerWrites.Load() - ledgerWrites; got != tc.wantLedgerWrites {
+				t.Errorf("ledger writes = %d, want %d", got, tc.wantLedgerWrites)
 			}
 			if got := counter(metrics.DriftRepaired) - drift; got != tc.wantDrift {
 				t.Errorf("DriftRepaired grew by %v, want %v", got, tc.wantDrift)
@@ -931,5 +1415,121 @@ func TestResyncEvery(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{ns + "/a": 2, "team-b/b": 2}, seen); diff != "" {
 		t.Errorf("resync events (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileKeepsStatusFoldedOnce: a folded sum an earlier release's webhook left in status stays there, counted
+// once, when the status write after the ledger's loses its race and the recount runs again (moving it into the
+// ledger would have counted it once more with every lost status write).
+func TestReconcileKeepsStatusFoldedOnce(t *testing.T) {
+	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Folded(3, list("cpu", "3"), t0.Add(time.Minute)).Obj()
+	var calls atomic.Int32
+	f := newFixture(t, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if calls.Add(1) == 1 {
+			return conflict(obj.GetName())
+		}
+		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}}, q)
+	f.mustReconcile(t, "team")
+	f.mustReconcile(t, "team")
+
+	if l := f.mustLedger(t, "team"); l.FoldedReservations != nil {
+		t.Errorf("ledger folded %+v, want none: the status's stays in status", l.FoldedReservations)
+	}
+	status := f.quota(t, "team").Status
+	if status.FoldedReservations == nil || status.FoldedReservations.Count != 3 {
+		t.Errorf("status folded %+v, want the 3 left there", status.FoldedReservations)
+	}
+	if diff := cmp.Diff(list("cpu", "3"), status.Reserved, statusOpts); diff != "" {
+		t.Errorf("reserved (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileWritesADeletedLedgerAgain: a ledger deleted by hand is written again by the recount its deletion
+// causes, from the bindings: the controller does not take its memory of its last write for the ledger.
+func TestReconcileWritesADeletedLedgerAgain(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
+	f.mustReconcile(t, "team")
+	if err := f.client.Delete(context.Background(), f.mustLedger(t, "team")); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile(t, "team")
+	l := f.checkLedgerOf(t, "team")
+	if diff := cmp.Diff(list("cpu", "1"), l.Observed.Used, statusOpts); diff != "" {
+		t.Errorf("observed used (-want +got):\n%s", diff)
+	}
+
+	// And recounts go on writing it.
+	rb := f.binding(t, "web")
+	rb.Spec.Clusters[0].Replicas = 2
+	if err := f.client.Update(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile(t, "team")
+	if diff := cmp.Diff(list("cpu", "2"), f.mustLedger(t, "team").Observed.Used, statusOpts); diff != "" {
+		t.Errorf("observed used after a binding change (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileReadsAFencedSpec: a ledger fenced at a newer generation than the cache's quota (the quota webhook
+// raised it as a new spec was stored) makes the recount read the quota from the apiserver, so that status and
+// ledger follow the new spec, not the cache's.
+func TestReconcileReadsAFencedSpec(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
+	f.mustReconcile(t, "team")
+	stale := f.quota(t, "team")
+
+	// The new spec is stored, the ledger fenced at it; the cache still has the old spec.
+	q := f.quota(t, "team")
+	q.Spec.Hard = list("cpu", "1", "pods", "5")
+	q.Generation = stale.Generation + 1 // as the apiserver bumps it for a new spec
+	if err := f.client.Update(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	q = f.quota(t, "team")
+	if q.Generation != stale.Generation+1 {
+		t.Fatalf("generation %d stored, want %d", q.Generation, stale.Generation+1)
+	}
+	l := f.mustLedger(t, "team")
+	l.QuotaGeneration = q.Generation
+	if err := f.client.Update(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	apiReads := 0
+	f.reconciler.client = interceptor.NewClient(f.client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if o, ok := obj.(*quotav1alpha1.KarmadaQuota); ok {
+				stale.DeepCopyInto(o)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	f.reconciler.apiReader = interceptor.NewClient(f.client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			apiReads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+
+	f.mustReconcile(t, "team")
+	got := f.quota(t, "team")
+	if got.Status.ObservedGeneration != q.Generation {
+		t.Errorf("observedGeneration = %d, want %d: the recount of the fenced spec", got.Status.ObservedGeneration, q.Generation)
+	}
+	if diff := cmp.Diff(list("cpu", "1", "pods", "5"), got.Status.Hard, statusOpts); diff != "" {
+		t.Errorf("status.hard (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(list("cpu", "1", "pods", "1"), f.mustLedger(t, "team").Observed.Used, statusOpts); diff != "" {
+		t.Errorf("observed used, counted under the new spec (-want +got):\n%s", diff)
+	}
+	if apiReads == 0 {
+		t.Errorf("the quota was not read from the apiserver")
+	}
+	if got := f.mustLedger(t, "team").QuotaGeneration; got != q.Generation {
+		t.Errorf("fence = %d, want it kept at %d", got, q.Generation)
 	}
 }

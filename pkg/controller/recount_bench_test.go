@@ -37,7 +37,7 @@ func BenchmarkRecount(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				ledger, err := quota.NewLedger(q)
+				ledger, err := quota.NewLedger(q, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

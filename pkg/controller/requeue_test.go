@@ -48,7 +48,7 @@ func running(name string, replicas int32) *utiltesting.BindingWrapper {
 // requeueNow runs the requeuer over the bindings stored in f, as a reconcile of q does after headroom grew.
 func requeueNow(t *testing.T, f *fixture, q *quotav1alpha1.KarmadaQuota) error {
 	t.Helper()
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
@@ -324,7 +324,7 @@ func TestRequeueErrors(t *testing.T) {
 		q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj()
 		gone := priority(waiting("a-gone", 1, "1"), 2)
 		f := newFixture(t, interceptor.Funcs{}, gone.Obj(), priority(waiting("b", 1, "1"), 1).Obj())
-		ledger, err := quota.NewLedger(q)
+		ledger, err := quota.NewLedger(q, nil)
 		if err != nil {
 			t.Fatalf("NewLedger: %v", err)
 		}
@@ -434,7 +434,7 @@ func TestStillNeeded(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ledger, err := quota.NewLedger(tc.quota)
+			ledger, err := quota.NewLedger(tc.quota, nil)
 			if err != nil {
 				t.Fatalf("NewLedger: %v", err)
 			}

@@ -49,6 +49,9 @@ type Options struct {
 	// SettleBacklog is how many reservations a quota may hold before a binding change recounts it without waiting
 	// for the interval; 0 means DefaultSettleBacklog.
 	SettleBacklog int
+	// StatusInterval is the shortest time between two status writes of one quota that only move its counts
+	// (statusPacer); 0 writes every change at once.
+	StatusInterval time.Duration
 	// MemberSampleInterval is how often the pods of every member cluster are read through Karmada's cluster proxy
 	// and compared with what each quota charges there; 0 reads none.
 	MemberSampleInterval time.Duration
@@ -79,6 +82,9 @@ func (o Options) Validate() error {
 	if o.SettleInterval < 0 {
 		errs = append(errs, errors.New("the settle interval must not be negative"))
 	}
+	if o.StatusInterval < 0 {
+		errs = append(errs, errors.New("the status interval must not be negative"))
+	}
 	if o.MemberSampleInterval < 0 {
 		errs = append(errs, errors.New("the member sample interval must not be negative"))
 	}
@@ -95,6 +101,7 @@ func (o Options) Validate() error {
 // Bindings are patched to requeue them; events go to quotas through both event APIs client-go may use.
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotaledgers,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -135,9 +142,11 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		state:     st,
 		requeuer:  &requeuer{client: mgr.GetClient(), clock: opts.Clock, recorder: recorder, cooldown: opts.RequeueCooldown, last: map[types.UID]time.Time{}},
 		// Templates are read past the cache: an informer would hold every Deployment of the federation.
-		classes: priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize),
-		written: lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
-		pacer:   newPacer(opts.SettleInterval, opts.SettleBacklog, opts.Clock.Now),
+		classes:        priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize),
+		written:        lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		writtenLedgers: lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
+		pacer:          newPacer(opts.SettleInterval, opts.StatusInterval, opts.SettleBacklog, opts.Clock.Now),
+		statusPacer:    newStatusPacer(opts.StatusInterval, opts.Clock.Now),
 		// What bindings' objects hold on members (claims, load balancers) is read past the cache too.
 		holdings:        interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize),
 		evictionTimeout: opts.EvictionTimeout,
@@ -192,11 +201,14 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
-		// The webhook writes reservations into status all the time; those need no recount, except one that is
-		// settleable the moment it lands (see settleableReservation). Spec changes do, and status changed by
-		// anyone else is repaired at the next resync.
+		// Spec changes need a recount, and status changed by anyone else is repaired at the next resync. (A webhook
+		// of an earlier release, during an upgrade, writes reservations into status: see settleableReservation.)
 		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, settleableReservation(mgr.GetClient())))).
+		// The webhook writes reservations into the ledger all the time; those need no recount, except one that is
+		// settleable the moment it lands (see settleableReservation). A ledger deleted by hand is written again.
+		Watches(&quotav1alpha1.KarmadaQuotaLedger{}, &handler.EnqueueRequestForObject{},
+			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted()))).
 		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
 		// change what a binding uses. A wait for quota starting or ending changes only status, and the count of
 		// bindings waiting.

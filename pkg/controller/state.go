@@ -52,13 +52,14 @@ func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1al
 		!equality.Semantic.DeepEqual(qs.written.Clusters, read.Clusters)
 }
 
-// record remembers the status now stored, and the headroom and the bindings waiting on the quota as the recount
-// found them (quota.Tally; headroom is kept, not copied), and reports whether it is time to requeue waiting
+// record remembers the status now stored (q's), the status the recount rendered for the metrics (shown: the same,
+// or newer counts whose write the status pacer holds back), and the headroom and the bindings waiting on the quota
+// as the recount found them (quota.Tally; headroom is kept, not copied), and reports whether it is time to requeue waiting
 // bindings: any limited resource gained headroom since the last record (or this is the first), or a binding is seen
 // waiting that was not at the last record. The second covers a refusal whose condition reaches this controller's
 // cache only after the growth that would have let it in: the growth's requeue did not see it waiting, and no later
 // growth may come.
-func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, headroom resources.List, waiting quota.Waiting) bool {
+func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, shown *quotav1alpha1.KarmadaQuotaStatus, headroom resources.List, waiting quota.Waiting) bool {
 	waitingUIDs := make(map[types.UID]bool, len(waiting.Bindings))
 	for _, w := range waiting.Bindings {
 		waitingUIDs[w.Binding.UID] = true
@@ -80,7 +81,7 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 		}
 	}
 	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, waiting: waitingUIDs,
-		snapshot: snapshot(q, waiting)}
+		snapshot: snapshot(q, shown, waiting)}
 	return requeue
 }
 
@@ -101,14 +102,14 @@ func (s *state) Snapshots() []metrics.QuotaSnapshot {
 	return out
 }
 
-func snapshot(q *quotav1alpha1.KarmadaQuota, waiting quota.Waiting) metrics.QuotaSnapshot {
+func snapshot(q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus, waiting quota.Waiting) metrics.QuotaSnapshot {
 	s := metrics.QuotaSnapshot{
 		Namespace: q.Namespace, Name: q.Name,
-		Hard: floats(q.Status.Hard), Used: floats(q.Status.Used), Reserved: floats(q.Status.Reserved),
+		Hard: floats(status.Hard), Used: floats(status.Used), Reserved: floats(status.Reserved),
 		Clusters: map[string]map[string]float64{},
 		Waiting:  len(waiting.Bindings), OldestWaiting: waiting.Since,
 	}
-	for _, c := range q.Status.Clusters {
+	for _, c := range status.Clusters {
 		s.Clusters[c.Name] = floats(c.Used)
 		// After Clusters holds its used: a limited cluster exports used and reserved for every resource of its limit.
 		s.SetClusterLimit(c.Name, floats(c.Hard), floats(c.Reserved))
@@ -126,10 +127,10 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, waiting quota.Waiting) metrics.Quot
 			s.ClustersRunning[c.Name] = floats(c.Running)
 		}
 	}
-	for _, g := range q.Status.ClusterGroups {
+	for _, g := range status.ClusterGroups {
 		s.SetGroup(g.Name, floats(g.Hard), floats(g.Used), floats(g.Reserved))
 	}
-	if c := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionMembersWithinQuota); c != nil && c.Status != metav1.ConditionUnknown {
+	if c := meta.FindStatusCondition(status.Conditions, quotav1alpha1.ConditionMembersWithinQuota); c != nil && c.Status != metav1.ConditionUnknown {
 		more := 0.0
 		if c.Status == metav1.ConditionFalse {
 			more = 1

@@ -46,7 +46,7 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	q := utiltesting.MakeQuota(ns, "team").Hard(status.Hard).Obj()
 	q.UID = teamUID
 	q.Status = *status.DeepCopy()
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
@@ -54,7 +54,7 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	if err != nil {
 		t.Fatalf("Parse(%v): %v", status.Used, err)
 	}
-	return s.record(teamKey, q, ledger.Headroom(used), quota.Waiting{})
+	return s.record(teamKey, q, &q.Status, ledger.Headroom(used), quota.Waiting{})
 }
 
 // waitingSince is what a recount finds waiting: bindings of the given UIDs (needing nothing the test looks at),
@@ -258,11 +258,11 @@ func TestStateSnapshots(t *testing.T) {
 	// The bindings waiting on the quota come with the recount that counted them.
 	q := utiltesting.MakeQuota(ns, "team").Hard(status.Hard).Obj()
 	q.Status = *status.DeepCopy()
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
-	s.record(teamKey, q, ledger.Headroom(resources.List{}), waitingSince(t0, "web", "api"))
+	s.record(teamKey, q, &q.Status, ledger.Headroom(resources.List{}), waitingSince(t0, "web", "api"))
 	if got := s.Snapshots(); len(got) != 1 || got[0].Waiting != 2 || !got[0].OldestWaiting.Equal(t0) {
 		t.Errorf("snapshots = %+v, want one with 2 bindings waiting since %v", got, t0)
 	}
@@ -351,7 +351,7 @@ func remembered(ts *tombstones) []types.UID {
 func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 	s := newState()
 	q := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
@@ -375,7 +375,7 @@ func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
-		if got := s.record(teamKey, q, ledger.Headroom(used), step.waiting); got != step.want {
+		if got := s.record(teamKey, q, &q.Status, ledger.Headroom(used), step.waiting); got != step.want {
 			t.Errorf("%s: record = %v, want %v", step.what, got, step.want)
 		}
 	}

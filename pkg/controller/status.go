@@ -26,7 +26,12 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 	status.ObservedGeneration = q.Generation
 	status.Hard = q.Spec.Hard.DeepCopy()
 	status.Used = ledger.RenderAll(tally.Used)
-	ledger.WriteReservations(status)
+	// The reservations themselves are in the ledger object; status shows their sum. Any an earlier release's
+	// webhook listed here are in the ledger too by the time this status is written (writeLedger); a folded sum it
+	// left here stays until it expires.
+	status.Reserved = ledger.RenderAll(ledger.Reserved())
+	status.Reservations = nil
+	status.FoldedReservations = ledger.StatusFolded()
 
 	// A member running pods the quota charges nothing for gets an entry too; then every member read has one.
 	names := make([]string, 0, len(tally.Clusters)+len(members.running))

@@ -76,7 +76,7 @@ func ledgersOf(objs []*quotav1alpha1.KarmadaQuota) Ledgers {
 			if q.Namespace != namespace {
 				continue
 			}
-			l, err := quota.NewLedger(q)
+			l, err := quota.NewLedger(q, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -6,19 +6,23 @@ import (
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/kubectlplugin/report"
 )
 
 var (
 	quotasResource   = quotav1alpha1.GroupVersion.WithResource("karmadaquotas")
+	ledgersResource  = quotav1alpha1.GroupVersion.WithResource("karmadaquotaledgers")
 	bindingsResource = workv1alpha2.SchemeGroupVersion.WithResource("resourcebindings")
 	// eventsResource is where Karmada's controllers record events: core/v1, through client-go's record package.
 	eventsResource = corev1.SchemeGroupVersion.WithResource("events")
@@ -60,6 +64,31 @@ func (r *reader) quotas(ctx context.Context, namespace string) ([]quotav1alpha1.
 		return nil, &apiError{call: c, server: r.server, err: err}
 	}
 	return decodeAll[quotav1alpha1.KarmadaQuota](list)
+}
+
+// ledgers lists the ledger objects of a namespace's quotas. Someone who may read quotas
+// but not their ledgers (a role from an earlier release) gets nil and a warning to print: the quotas' status then
+// shows what is reserved in sum.
+func (r *reader) ledgers(ctx context.Context, namespace string) (report.Ledgers, string, error) {
+	c := call{verb: "list", resource: groupResource(ledgersResource), kind: "KarmadaQuotaLedger", namespace: namespace}
+	list, err := r.client.Resource(ledgersResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("you may not list KarmadaQuotaLedgers in namespace %q: what is reserved is shown in sum, "+
+				"as the quotas' status last counted it, not reservation by reservation.\nThe stock view role grants reading "+
+				"them: ask an admin for a RoleBinding to the ClusterRole view in namespace %q", namespace, namespace), nil
+		}
+		return nil, "", &apiError{call: c, server: r.server, err: err}
+	}
+	items, err := decodeAll[quotav1alpha1.KarmadaQuotaLedger](list)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make(report.Ledgers, len(items))
+	for i := range items {
+		out[types.NamespacedName{Namespace: items[i].Namespace, Name: items[i].Name}] = &items[i]
+	}
+	return out, "", nil
 }
 
 func (r *reader) bindings(ctx context.Context, namespace string) ([]workv1alpha2.ResourceBinding, error) {

@@ -197,9 +197,16 @@ func newDescribeCommand(o *options) *cobra.Command {
 				waitingUnknown = fmt.Sprintf("you may not list ResourceBindings in namespace %s", ns)
 				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", err)
 			}
+			ledgers, warning, err := r.ledgers(ctx, ns)
+			if err != nil {
+				return err
+			}
+			if warning != "" {
+				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", warning)
+			}
 			described := make([]report.Quota, len(quotas))
 			for i := range quotas {
-				described[i] = report.Describe(&quotas[i], bindings)
+				described[i] = report.Describe(&quotas[i], ledgers.Of(&quotas[i]), bindings)
 				described[i].WaitingUnknown = waitingUnknown
 			}
 			var obj any = report.QuotaList{Items: described}
@@ -317,6 +324,13 @@ func newWhyCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ledgers, warning, err := r.ledgers(ctx, ns)
+			if err != nil {
+				return err
+			}
+			if warning != "" {
+				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", warning)
+			}
 			workload, err := o.workload(ns, args)
 			if err != nil {
 				return err
@@ -331,7 +345,7 @@ func newWhyCommand(o *options) *cobra.Command {
 					events.Unknown = eventsUnknown(ns, eventsErr)
 				}
 			}
-			why := report.Explain(workload, rb, quotas, events)
+			why := report.Explain(workload, rb, quotas, ledgers, events)
 			if why.EventsUnknown != "" {
 				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", eventsErr)
 			}

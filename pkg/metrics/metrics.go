@@ -98,7 +98,7 @@ var (
 	StatusConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "status_write_conflicts_total",
-		Help:      "Quota status writes that lost a compare-and-swap race and were retried, by writer.",
+		Help:      "Writes of a quota's ledger or status that lost a compare-and-swap race and were retried, by writer.",
 	}, []string{"writer"})
 )
 

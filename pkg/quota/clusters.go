@@ -82,9 +82,6 @@ func newMemberLimits(q *quotav1alpha1.KarmadaQuota) (*memberLimits, error) {
 		}
 		m.groups = append(m.groups, groupLimit{name: g.Name, selector: sel, hard: hardOf(g.Hard, keys.Groups[i])})
 	}
-	for _, c := range q.Status.Clusters {
-		m.used[c.Name] = m.parse(c.Used)
-	}
 	return m, nil
 }
 

@@ -115,9 +115,13 @@ func TestClusterReservationsCountForOthers(t *testing.T) {
 	}
 	l.Reserve(d, expires)
 
-	q := capped().Obj()
-	l.WriteReservations(&q.Status)
-	again := cappedLedger(t, q)
+	var stored quotav1alpha1.KarmadaQuotaLedger
+	l.WriteTo(&stored)
+	again, err := NewLedger(capped().Obj(), &stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.SetClusterLabels(func(c string) (labels.Set, bool) { set, ok := regions[c]; return set, ok })
 	second := utiltesting.MakeBinding("ns", "b").Requests(list("cpu", "1")).Cluster("member1", 1).Obj()
 	d = again.Demand(keyOf(second), utiltesting.ReservationOwner(second), usageOf(t, second), nil)
 	denial := again.Check(d)

@@ -101,55 +101,100 @@ func TestExpireFolded(t *testing.T) {
 	}
 }
 
-// TestFoldedRoundTrip reads a folded sum from status and writes it back as it was; without folds, status has none.
+// TestFoldedRoundTrip reads a folded sum from the ledger object and writes it back as it was; a folded sum an
+// earlier release's webhook left in the quota's status counts too, and stays there (never moved into the ledger,
+// where a repeated move would count it twice) until it expires.
 func TestFoldedRoundTrip(t *testing.T) {
 	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10", "pods", "10")).
 		Reservation(web.Obj(), 2, list("cpu", "1"), expires).
 		Folded(7, list("requests.cpu", "2500m", "pods", "7"), expires).Obj()
-	l := newLedger(t, q)
+	stored := utiltesting.MoveToLedger(q)
+	l, err := NewLedger(q, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(resources.List{requestsCPU: 3500, pods: 7}, l.Reserved()); diff != "" {
 		t.Errorf("reserved counts the folded sum (-want +got):\n%s", diff)
 	}
-	var status quotav1alpha1.KarmadaQuotaStatus
-	l.WriteReservations(&status)
+	var written quotav1alpha1.KarmadaQuotaLedger
+	l.WriteTo(&written)
 	want := &quotav1alpha1.FoldedReservations{Count: 7, Reserved: list("cpu", "2500m", "pods", "7"), ExpirationTime: metav1.NewTime(expires)}
 	quantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
-	if diff := cmp.Diff(want, status.FoldedReservations, quantity); diff != "" {
-		t.Errorf("status.foldedReservations (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, written.FoldedReservations, quantity); diff != "" {
+		t.Errorf("foldedReservations (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(list("cpu", "3500m", "pods", "7"), status.Reserved, quantity); diff != "" {
-		t.Errorf("status.reserved (-want +got):\n%s", diff)
+	if l.StatusFolded() != nil {
+		t.Errorf("a folded sum of the ledger rendered into status: %+v", l.StatusFolded())
 	}
 
-	l.ExpireFolded(expires.Add(time.Second))
-	l.WriteReservations(&status)
-	if status.FoldedReservations != nil {
-		t.Errorf("status.foldedReservations = %+v after the sum expired, want none", status.FoldedReservations)
+	// In status too (an earlier release's webhook folded there): both count, each stays where it is.
+	legacy := q.DeepCopy()
+	legacy.Status.FoldedReservations = &quotav1alpha1.FoldedReservations{Count: 2, Reserved: list("pods", "2"), ExpirationTime: metav1.NewTime(expires.Add(time.Minute))}
+	both, err := NewLedger(legacy, &written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(resources.List{requestsCPU: 3500, pods: 9}, both.Reserved()); diff != "" {
+		t.Errorf("reserved with both folded sums (-want +got):\n%s", diff)
+	}
+	var again quotav1alpha1.KarmadaQuotaLedger
+	both.WriteTo(&again)
+	if diff := cmp.Diff(written.FoldedReservations, again.FoldedReservations, quantity); diff != "" {
+		t.Errorf("the ledger's folded sum changed by reading status's (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(legacy.Status.FoldedReservations, both.StatusFolded(), quantity); diff != "" {
+		t.Errorf("status's folded sum (-want +got):\n%s", diff)
+	}
+	if f := both.Folded(); f.Count != 9 || !f.Expires.Equal(expires.Add(time.Minute)) {
+		t.Errorf("Folded() = %+v, want 9 expiring at the later expiry", f)
+	}
+
+	// Each expires on its own.
+	dropped, ok := both.ExpireFolded(expires.Add(time.Second))
+	if !ok || dropped.Count != 7 {
+		t.Errorf("at the ledger's expiry dropped %+v, want its 7", dropped)
+	}
+	both.WriteTo(&again)
+	if again.FoldedReservations != nil || both.StatusFolded() == nil {
+		t.Errorf("after the ledger's sum expired: ledger %+v, status %+v; want none and status's kept", again.FoldedReservations, both.StatusFolded())
+	}
+	if dropped, ok := both.ExpireFolded(expires.Add(time.Minute + time.Second)); !ok || dropped.Count != 2 || both.StatusFolded() != nil {
+		t.Errorf("at status's expiry dropped %+v, status keeps %+v", dropped, both.StatusFolded())
 	}
 }
 
 // TestMaxReservationsInSchema holds the CRD's bound on status.reservations to MaxReservations: the apiserver then
 // refuses a longer list with a clear error, and the constant and the schema cannot drift apart.
 func TestMaxReservationsInSchema(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotas.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	schemaOf := func(file string) apiextensionsv1.JSONSchemaProps {
+		t.Helper()
+		raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "charts", "karmada-quota", "files", "crds", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(raw, &crd); err != nil {
+			t.Fatal(err)
+		}
+		if len(crd.Spec.Versions) != 1 {
+			t.Fatalf("%s: %d versions, want 1", file, len(crd.Spec.Versions))
+		}
+		return *crd.Spec.Versions[0].Schema.OpenAPIV3Schema
 	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
-		t.Fatal(err)
+	ledger := schemaOf("quota.karmada.io_karmadaquotaledgers.yaml")
+	reservations, ok := ledger.Properties["reservations"]
+	if !ok {
+		t.Fatal("no reservations in the ledger's schema")
 	}
-	for _, v := range crd.Spec.Versions {
-		status := v.Schema.OpenAPIV3Schema.Properties["status"]
-		reservations, ok := status.Properties["reservations"]
-		if !ok {
-			t.Fatalf("version %s: no status.reservations in the schema", v.Name)
-		}
-		if reservations.MaxItems == nil || *reservations.MaxItems != MaxReservations {
-			t.Errorf("version %s: status.reservations maxItems = %v, want %d (MaxReservations)", v.Name, reservations.MaxItems, MaxReservations)
-		}
-		if _, ok := status.Properties["foldedReservations"]; !ok {
-			t.Errorf("version %s: no status.foldedReservations in the schema: the apiserver would prune folded sums", v.Name)
-		}
+	if reservations.MaxItems == nil || *reservations.MaxItems != MaxReservations {
+		t.Errorf("the ledger's reservations maxItems = %v, want %d (MaxReservations)", reservations.MaxItems, MaxReservations)
+	}
+	if _, ok := ledger.Properties["foldedReservations"]; !ok {
+		t.Errorf("no foldedReservations in the ledger's schema: the apiserver would prune folded sums")
+	}
+	// A quota's status takes no new reservation: a webhook of a release before the ledger fails closed.
+	status := schemaOf("quota.karmada.io_karmadaquotas.yaml").Properties["status"]
+	if legacy, ok := status.Properties["reservations"]; !ok || legacy.MaxItems == nil || *legacy.MaxItems != 0 {
+		t.Errorf("status.reservations in the quota's schema: %+v, want maxItems 0", legacy.MaxItems)
 	}
 }

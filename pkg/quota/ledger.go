@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
@@ -55,15 +56,27 @@ type Ledger struct {
 	// reserved is the sum of the reservations and of folded.
 	reserved     resources.List
 	reservations []Reservation
-	folded       Folded
+	// folded is the ledger's folded sum; statusFolded the one a webhook of an earlier release left in the quota's
+	// status, kept there until it expires.
+	folded, statusFolded Folded
 	// onMembers are the limits on member clusters and groups (clusters.go); nil when the quota has none.
 	onMembers *memberLimits
+
+	// quotaGeneration is the generation of the quota's spec parsed here; fence the ledger object's QuotaGeneration
+	// (0 without one).
+	quotaGeneration, fence int64
 }
 
-// NewLedger parses a quota. It fails for a spec it could not enforce as written (validation.EnforceableHard,
-// usage.NewSelector), so a quota that slipped past validation makes admission fail closed with a message instead
-// of enforcing something other than what it says.
-func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
+// NewLedger parses a quota and its ledger object (stored; nil before the first admission made one). It fails for a
+// spec it could not enforce as written (validation.EnforceableHard, usage.NewSelector), so a quota that slipped
+// past validation makes admission fail closed with a message instead of enforcing something other than what it
+// says.
+//
+// Usage is the ledger's as the controller last observed it, or the quota status's before it has. Reservations are
+// the ledger's, and those a webhook of an earlier release listed in the quota's status, which the controller
+// moves into the ledger: during an upgrade both write, and a reservation in both is counted once. Folded sums
+// count from both.
+func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger) (*Ledger, error) {
 	sel, err := usage.NewSelector(q.Spec.ScopeSelector)
 	if err != nil {
 		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
@@ -73,11 +86,12 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
 		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
 	}
 	l := &Ledger{
-		Name:     q.Name,
-		Selector: sel,
-		hard:     make(resources.List, len(userName)),
-		userName: userName,
-		reserved: resources.List{},
+		Name:            q.Name,
+		Selector:        sel,
+		hard:            make(resources.List, len(userName)),
+		userName:        userName,
+		reserved:        resources.List{},
+		quotaGeneration: q.Generation,
 	}
 	for canonical, name := range userName {
 		l.hard[canonical] = resources.Value(canonical, q.Spec.Hard[name])
@@ -86,21 +100,96 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota) (*Ledger, error) {
 		return nil, err
 	}
 	l.used = l.parse(q.Status.Used)
-	for _, r := range q.Status.Reservations {
+	if l.onMembers != nil {
+		for _, c := range q.Status.Clusters {
+			l.onMembers.used[c.Name] = l.onMembers.parse(c.Used)
+		}
+	}
+	reservations, folded := q.Status.Reservations, q.Status.FoldedReservations
+	if stored != nil {
+		l.fence = stored.QuotaGeneration
+		if o := stored.Observed; o != nil {
+			l.used = l.parse(o.Used)
+			if l.onMembers != nil {
+				clear(l.onMembers.used)
+				for _, c := range o.Clusters {
+					l.onMembers.used[c.Name] = l.onMembers.parse(c.Used)
+				}
+			}
+		}
+		if len(reservations) == 0 {
+			reservations = stored.Reservations
+		} else {
+			reservations = append(append([]quotav1alpha1.Reservation(nil), stored.Reservations...), reservations...)
+		}
+	}
+	for _, r := range reservations {
 		res := Reservation{Owner: r.ReservedBy, Generation: r.Generation, Amount: l.parse(r.Reserved), Expires: r.ExpirationTime.Time}
 		res.Clusters = l.parseClusters(r.Clusters)
+		if prior := l.Find(res.Key()); prior != nil {
+			// Listed by both the ledger and the quota's status (moved by the controller, not yet cleared there).
+			l.reserved.Sub(prior.Amount)
+			prior.Amount.Max(res.Amount)
+			l.reserved.Add(prior.Amount)
+			if l.onMembers != nil {
+				l.onMembers.addReserved(prior.Clusters, -1)
+				prior.Clusters = maxClusters(prior.Clusters, res.Clusters)
+				l.onMembers.addReserved(prior.Clusters, 1)
+			}
+			continue
+		}
 		l.reservations = append(l.reservations, res)
 		l.reserved.Add(res.Amount)
+		if l.onMembers != nil {
+			l.onMembers.addReserved(res.Clusters, 1)
+		}
 	}
-	if f := q.Status.FoldedReservations; f != nil {
-		l.folded = Folded{Count: f.Count, Amount: l.parse(f.Reserved), Clusters: l.parseClusters(f.Clusters), Expires: f.ExpirationTime.Time}
-		l.reserved.Add(l.folded.Amount)
+	// The folded sum of the quota's status stays there until it expires: moving it into the ledger's could not be
+	// told apart from a second move when the status write after the ledger's is lost and retried.
+	l.statusFolded = l.parseFolded(folded)
+	if stored != nil {
+		l.folded = l.parseFolded(stored.FoldedReservations)
 	}
 	return l, nil
 }
 
-// parseClusters reads a reservation's clusters, and adds them to the sums; nil for a quota without cluster or group
-// limits, or a reservation without clusters.
+// LedgerOwner is the owner reference that makes a ledger object q's: it is deleted with q. It does not block
+// q's deletion, which would take the right to set finalizers on quotas under the apiserver's
+// OwnerReferencesPermissionEnforcement.
+func LedgerOwner(q *quotav1alpha1.KarmadaQuota) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{
+		APIVersion: quotav1alpha1.GroupVersion.String(), Kind: "KarmadaQuota", Name: q.Name, UID: q.UID,
+		Controller: ptr.To(true),
+	}}
+}
+
+// LedgerOf returns stored if it is q's ledger object, nil if it is missing or was left by a deleted quota of the same
+// name (the garbage collector has not removed it yet): a new quota starts with nothing reserved.
+func LedgerOf(stored *quotav1alpha1.KarmadaQuotaLedger, q *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedger {
+	if stored == nil {
+		return nil
+	}
+	if owner := metav1.GetControllerOf(stored); owner == nil || owner.UID != q.UID {
+		return nil
+	}
+	return stored
+}
+
+// parseFolded reads a folded sum, and adds it to what is reserved.
+func (l *Ledger) parseFolded(f *quotav1alpha1.FoldedReservations) Folded {
+	if f == nil || f.Count == 0 {
+		return Folded{}
+	}
+	out := Folded{Count: f.Count, Amount: l.parse(f.Reserved), Clusters: l.parseClusters(f.Clusters), Expires: f.ExpirationTime.Time}
+	l.reserved.Add(out.Amount)
+	if l.onMembers != nil {
+		l.onMembers.addReserved(out.Clusters, 1)
+	}
+	return out
+}
+
+// parseClusters reads a reservation's clusters; nil for a quota without cluster or group limits, or a reservation
+// without clusters.
 func (l *Ledger) parseClusters(list []quotav1alpha1.ClusterReservation) map[string]resources.List {
 	if l.onMembers == nil || len(list) == 0 {
 		return nil
@@ -109,7 +198,6 @@ func (l *Ledger) parseClusters(list []quotav1alpha1.ClusterReservation) map[stri
 	for _, c := range list {
 		out[c.Name] = l.onMembers.parse(c.Reserved)
 	}
-	l.onMembers.addReserved(out, 1)
 	return out
 }
 
@@ -438,9 +526,9 @@ func (l *Ledger) Reservations() []Reservation {
 	return l.reservations
 }
 
-// WriteReservations renders the reservations and their sum into status, in the author's resource names, sorted
-// so that an unchanged ledger renders an unchanged status. The sum lists every limited resource, as used does.
-func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
+// WriteTo renders the reservations into the ledger object, in the author's resource names, sorted so that an
+// unchanged ledger renders an unchanged object, and raises its fence to the spec decided on.
+func (l *Ledger) WriteTo(obj *quotav1alpha1.KarmadaQuotaLedger) {
 	sort.SliceStable(l.reservations, func(i, j int) bool {
 		a, b := l.reservations[i], l.reservations[j]
 		if a.Owner.Namespace != b.Owner.Namespace {
@@ -454,7 +542,7 @@ func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 		}
 		return a.Generation < b.Generation
 	})
-	status.Reservations = nil
+	obj.Reservations = nil
 	for _, r := range l.reservations {
 		res := quotav1alpha1.Reservation{
 			ReservedBy:     r.Owner,
@@ -465,20 +553,43 @@ func (l *Ledger) WriteReservations(status *quotav1alpha1.KarmadaQuotaStatus) {
 		if l.onMembers != nil {
 			res.Clusters = l.onMembers.renderClusters(l, r.Clusters)
 		}
-		status.Reservations = append(status.Reservations, res)
+		obj.Reservations = append(obj.Reservations, res)
 	}
-	status.FoldedReservations = nil
-	if l.folded.Count > 0 {
-		status.FoldedReservations = &quotav1alpha1.FoldedReservations{
-			Count:          l.folded.Count,
-			Reserved:       l.Render(l.folded.Amount),
-			ExpirationTime: metav1.NewTime(l.folded.Expires),
-		}
-		if l.onMembers != nil {
-			status.FoldedReservations.Clusters = l.onMembers.renderClusters(l, l.folded.Clusters)
+	obj.ReservationCount = int32(len(obj.Reservations))
+	obj.FoldedReservations = l.renderFolded(l.folded)
+	obj.QuotaGeneration = max(l.fence, l.quotaGeneration)
+}
+
+// renderFolded renders a folded sum; nil when nothing is folded.
+func (l *Ledger) renderFolded(f Folded) *quotav1alpha1.FoldedReservations {
+	if f.Count == 0 {
+		return nil
+	}
+	out := &quotav1alpha1.FoldedReservations{Count: f.Count, Reserved: l.Render(f.Amount), ExpirationTime: metav1.NewTime(f.Expires)}
+	if l.onMembers != nil {
+		out.Clusters = l.onMembers.renderClusters(l, f.Clusters)
+	}
+	return out
+}
+
+// WriteObserved records in the ledger object what the controller counted: used federation-wide, and on each
+// member cluster (for the resources limited on members) when the quota limits any.
+func (l *Ledger) WriteObserved(obj *quotav1alpha1.KarmadaQuotaLedger, used resources.List, clusters map[string]resources.List) {
+	observed := &quotav1alpha1.LedgerObserved{Used: l.RenderAll(used)}
+	if l.onMembers != nil {
+		for _, c := range sortedClusters(clusters) {
+			if on := l.onMembers.limited(clusters[c]); len(on) > 0 {
+				observed.Clusters = append(observed.Clusters, quotav1alpha1.ClusterUsed{Name: c, Used: l.onMembers.render(l, on)})
+			}
 		}
 	}
-	status.Reserved = l.RenderAll(l.reserved)
+	obj.Observed = observed
+}
+
+// Fenced reports whether the ledger object says a newer spec of the quota than the one parsed exists (or is
+// about to be stored): a decision on this spec must not be written; the quota is to be read again.
+func (l *Ledger) Fenced() bool {
+	return l.fence > l.quotaGeneration
 }
 
 // Render converts canonical amounts of limited resources to a status list in the author's names; zero amounts of

@@ -32,7 +32,7 @@ func BenchmarkNewLedger(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := NewLedger(obj); err != nil {
+				if _, err := NewLedger(obj, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -38,9 +38,12 @@ var (
 // list spells a resource list as people write it: "cpu", "100m", "memory", "1Gi".
 var list = utiltesting.List
 
+// newLedger parses q as this release stores it: the reservations and the folded sum the test wrote into its status
+// are in its ledger object (TestNewLedgerReadsTheLedgerObject and TestFoldedRoundTrip read them from status too).
 func newLedger(t *testing.T, q *quotav1alpha1.KarmadaQuota) *Ledger {
 	t.Helper()
-	l, err := NewLedger(q)
+	q = q.DeepCopy()
+	l, err := NewLedger(q, utiltesting.MoveToLedger(q))
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
@@ -152,7 +155,7 @@ func TestNewLedger(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			l, err := NewLedger(tc.quota)
+			l, err := NewLedger(tc.quota, nil)
 			if len(tc.wantErr) > 0 {
 				if err == nil {
 					t.Fatalf("NewLedger succeeded, want an error containing %q", tc.wantErr)
@@ -578,12 +581,14 @@ func TestWriteReservations(t *testing.T) {
 	l.Reserve(Demand{Key: keyOf(batch.Obj()), Owner: utiltesting.ReservationOwner(batch.Obj()), Increase: resources.List{pods: 1}},
 		expires.Add(1500*time.Millisecond))
 
-	var status quotav1alpha1.KarmadaQuotaStatus
-	l.WriteReservations(&status)
+	var status quotav1alpha1.KarmadaQuotaLedger
+	l.WriteTo(&status)
 
 	owner := utiltesting.ReservationOwner
-	want := quotav1alpha1.KarmadaQuotaStatus{
-		Reserved: list("cpu", "3", "requests.memory", "1Gi", "pods", "4"),
+	want := quotav1alpha1.KarmadaQuotaLedger{
+		// Fenced at the spec decided on.
+		QuotaGeneration:  1,
+		ReservationCount: 4,
 		Reservations: []quotav1alpha1.Reservation{
 			{ReservedBy: owner(api.Obj()), Generation: 1, Reserved: list("cpu", "500m"), ExpirationTime: metav1.NewTime(expires.Add(-time.Minute))},
 			{ReservedBy: owner(apiV2.Obj()), Generation: 2, Reserved: list("cpu", "1", "requests.memory", "1Gi"), ExpirationTime: metav1.NewTime(expires)},
@@ -593,17 +598,24 @@ func TestWriteReservations(t *testing.T) {
 	}
 	quantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 	if diff := cmp.Diff(want, status, quantity); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
+		t.Errorf("ledger object (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(resources.List{requestsCPU: 3000, requestsMemory: 1 << 30, pods: 4}, l.Reserved()); diff != "" {
+		t.Errorf("reserved (-want +got):\n%s", diff)
 	}
 
-	// Writing an unchanged ledger again renders the same status, whatever order it was read in.
-	reread := quotav1alpha1.KarmadaQuota{Spec: q.Spec, Status: status}
-	reread.Status.Reservations = append([]quotav1alpha1.Reservation(nil), status.Reservations...)
-	reread.Status.Reservations[0], reread.Status.Reservations[3] = reread.Status.Reservations[3], reread.Status.Reservations[0]
-	var again quotav1alpha1.KarmadaQuotaStatus
-	newLedger(t, &reread).WriteReservations(&again)
+	// Writing an unchanged ledger again renders the same object, whatever order it was read in.
+	reread := status.DeepCopy()
+	reread.Reservations[0], reread.Reservations[3] = reread.Reservations[3], reread.Reservations[0]
+	spec := quotav1alpha1.KarmadaQuota{Spec: q.Spec}
+	reparsed, err := NewLedger(&spec, reread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again quotav1alpha1.KarmadaQuotaLedger
+	reparsed.WriteTo(&again)
 	if diff := cmp.Diff(status, again, quantity); diff != "" {
-		t.Errorf("status written again (-first +second):\n%s", diff)
+		t.Errorf("ledger written again (-first +second):\n%s", diff)
 	}
 
 	raw, err := json.Marshal(status.Reservations[2].ExpirationTime)
@@ -621,10 +633,9 @@ func TestWriteReservationsEmpty(t *testing.T) {
 	if !l.RestoreIf(keyOf(web.Obj()), *l.Find(keyOf(web.Obj())), nil) {
 		t.Fatalf("RestoreIf of the only reservation failed")
 	}
-	status := quotav1alpha1.KarmadaQuotaStatus{Reservations: []quotav1alpha1.Reservation{{Generation: 9}}}
-	l.WriteReservations(&status)
-	want := quotav1alpha1.KarmadaQuotaStatus{Reserved: list("cpu", "0")}
-	if diff := cmp.Diff(want, status, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
+	status := quotav1alpha1.KarmadaQuotaLedger{Reservations: []quotav1alpha1.Reservation{{Generation: 9}}, ReservationCount: 1}
+	l.WriteTo(&status)
+	if diff := cmp.Diff(quotav1alpha1.KarmadaQuotaLedger{QuotaGeneration: 1}, status); diff != "" {
+		t.Errorf("ledger object (-want +got):\n%s", diff)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 func TestOverruns(t *testing.T) {
 	q := utiltesting.MakeQuota("ns", "team").Hard(utiltesting.List("cpu", "10", "pods", "8")).Obj()
-	l, err := NewLedger(q)
+	l, err := NewLedger(q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestOverruns(t *testing.T) {
 
 func TestUnrequestedOverrun(t *testing.T) {
 	q := utiltesting.MakeQuota("ns", "team").Hard(utiltesting.List("cpu", "10", "memory", "10Gi")).Obj()
-	l, err := NewLedger(q)
+	l, err := NewLedger(q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -317,8 +317,10 @@ func (l *Ledger) untilFirstExpiry(now time.Time) time.Duration {
 			first = res.Expires
 		}
 	}
-	if l.folded.Count > 0 && (first.IsZero() || l.folded.Expires.Before(first)) {
-		first = l.folded.Expires
+	for _, f := range []Folded{l.folded, l.statusFolded} {
+		if f.Count > 0 && (first.IsZero() || f.Expires.Before(first)) {
+			first = f.Expires
+		}
 	}
 	if first.IsZero() {
 		return 0

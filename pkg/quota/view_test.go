@@ -17,7 +17,7 @@ func TestLedgerView(t *testing.T) {
 	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10", "requests.memory", "8Gi", "pods", "5")).
 		Used(list("cpu", "1500m", "requests.memory", "1Gi", "pods", "2", "nvidia.com/gpu", "1")).
 		Reservation(rb, 2, list("cpu", "500m", "pods", "1"), time.Unix(0, 0)).Obj()
-	l, err := NewLedger(q)
+	l, err := NewLedger(q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

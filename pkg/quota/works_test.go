@@ -431,8 +431,8 @@ func TestWriteReservationsOrdersByOwnerNamespace(t *testing.T) {
 	for _, o := range owners {
 		reserveFor(q, o, 1, list("cpu", "1"), expires)
 	}
-	var status quotav1alpha1.KarmadaQuotaStatus
-	newLedger(t, q.Obj()).WriteReservations(&status)
+	var status quotav1alpha1.KarmadaQuotaLedger
+	newLedger(t, q.Obj()).WriteTo(&status)
 
 	var got []quotav1alpha1.ReservationOwner
 	for _, r := range status.Reservations {
@@ -443,17 +443,18 @@ func TestWriteReservationsOrdersByOwnerNamespace(t *testing.T) {
 		t.Errorf("reservation order (-want +got):\n%s", diff)
 	}
 	quantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
-	if diff := cmp.Diff(list("cpu", "4"), status.Reserved, quantity); diff != "" {
-		t.Errorf("reserved (-want +got):\n%s", diff)
-	}
 
-	reread := quotav1alpha1.KarmadaQuota{Spec: q.Spec, Status: *status.DeepCopy()}
-	r := reread.Status.Reservations
+	reread := status.DeepCopy()
+	r := reread.Reservations
 	r[0], r[1], r[2], r[3] = r[3], r[2], r[1], r[0]
-	var again quotav1alpha1.KarmadaQuotaStatus
-	newLedger(t, &reread).WriteReservations(&again)
+	reparsed, err := NewLedger(&quotav1alpha1.KarmadaQuota{Spec: q.Obj().Spec}, reread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again quotav1alpha1.KarmadaQuotaLedger
+	reparsed.WriteTo(&again)
 	if diff := cmp.Diff(status, again, quantity); diff != "" {
-		t.Errorf("status written again (-first +second):\n%s", diff)
+		t.Errorf("ledger written again (-first +second):\n%s", diff)
 	}
 }
 

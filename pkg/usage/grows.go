@@ -76,3 +76,22 @@ func GrowsOnACluster(newUsage Usage, old *Usage) bool {
 	}
 	return false
 }
+
+// Releases reports whether moving a binding from old to new lowers what it uses anywhere: an object fewer, or less
+// of some resource in all or on some member cluster, under any priority class. A write that releases nothing frees
+// no room for any quota, so recounting it at once gives nothing back to waiting bindings.
+func Releases(newUsage, old Usage) bool {
+	if positive(old.Objects, newUsage.Objects) {
+		return true
+	}
+	newCharge, oldCharge := newUsage.Charge(Selector{}), old.Charge(Selector{})
+	if positive(oldCharge.Total, newCharge.Total) {
+		return true
+	}
+	for cluster, l := range oldCharge.Clusters {
+		if positive(l, newCharge.Clusters[cluster]) {
+			return true
+		}
+	}
+	return false
+}

@@ -169,9 +169,9 @@ func TestGrowsAgreesWithTheLedger(t *testing.T) {
 			grows := usage.Grows(newUsage, old)
 			demanded := false
 			for _, q := range quotas {
-				l, err := quota.NewLedger(q)
+				l, err := quota.NewLedger(q, nil)
 				if err != nil {
-					t.Fatalf("NewLedger(%s): %v", q.Name, err)
+					t.Fatalf("NewLedger(%s, nil): %v", q.Name, err)
 				}
 				d := l.Demand(quota.Key{UID: tc.new.UID, Generation: tc.new.Generation}, utiltesting.ReservationOwner(tc.new), newUsage, old)
 				if len(d.Increase) == 0 && len(d.Missing) == 0 {
@@ -190,25 +190,16 @@ func TestGrowsAgreesWithTheLedger(t *testing.T) {
 }
 
 func TestGrowsOnACluster(t *testing.T) {
-	web := func() *utiltesting.BindingWrapper {
-		return utiltesting.MakeBinding("ns", "web").Requests(utiltesting.List("cpu", "1"))
-	}
-	of := func(b *utiltesting.BindingWrapper) usage.Usage {
-		u, err := usage.Of(b.Obj())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
-	before := of(web().Cluster("member1", 2).Cluster("member2", 2))
+	of := func(b *utiltesting.BindingWrapper) usage.Usage { return usageOfBinding(t, b) }
+	before := of(webAskingOneCPU().Cluster("member1", 2).Cluster("member2", 2))
 	for name, tc := range map[string]struct {
 		after usage.Usage
 		want  bool
 	}{
-		"a move to member3":          {of(web().Cluster("member1", 2).Cluster("member3", 2)), true},
-		"a move between two members": {of(web().Cluster("member1", 3).Cluster("member2", 1)), true},
-		"a scale-down":               {of(web().Cluster("member1", 1).Cluster("member2", 2)), false},
-		"no change":                  {of(web().Cluster("member2", 2).Cluster("member1", 2)), false},
+		"a move to member3":          {of(webAskingOneCPU().Cluster("member1", 2).Cluster("member3", 2)), true},
+		"a move between two members": {of(webAskingOneCPU().Cluster("member1", 3).Cluster("member2", 1)), true},
+		"a scale-down":               {of(webAskingOneCPU().Cluster("member1", 1).Cluster("member2", 2)), false},
+		"no change":                  {of(webAskingOneCPU().Cluster("member2", 2).Cluster("member1", 2)), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := usage.GrowsOnACluster(tc.after, &before); got != tc.want {
@@ -219,4 +210,41 @@ func TestGrowsOnACluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestReleases(t *testing.T) {
+	of := func(b *utiltesting.BindingWrapper) usage.Usage { return usageOfBinding(t, b) }
+	before := of(webAskingOneCPU().Cluster("member1", 2).Cluster("member2", 2))
+	for name, tc := range map[string]struct {
+		after usage.Usage
+		want  bool
+	}{
+		"a scale-up":                  {of(webAskingOneCPU().Cluster("member1", 3).Cluster("member2", 2)), false},
+		"no change":                   {of(webAskingOneCPU().Cluster("member2", 2).Cluster("member1", 2)), false},
+		"a scale-down":                {of(webAskingOneCPU().Cluster("member1", 1).Cluster("member2", 2)), true},
+		"a move between two members":  {of(webAskingOneCPU().Cluster("member1", 3).Cluster("member2", 1)), true},
+		"a lower request":             {of(utiltesting.MakeBinding("ns", "web").Requests(utiltesting.List("cpu", "500m")).Cluster("member1", 2).Cluster("member2", 2)), true},
+		"a higher request":            {of(utiltesting.MakeBinding("ns", "web").Requests(utiltesting.List("cpu", "2")).Cluster("member1", 2).Cluster("member2", 2)), false},
+		"unscheduled from everywhere": {of(webAskingOneCPU()), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := usage.Releases(tc.after, before); got != tc.want {
+				t.Errorf("Releases = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// webAskingOneCPU is a binding whose replicas ask 1 cpu each, placed nowhere yet.
+func webAskingOneCPU() *utiltesting.BindingWrapper {
+	return utiltesting.MakeBinding("ns", "web").Requests(utiltesting.List("cpu", "1"))
+}
+
+func usageOfBinding(t *testing.T, b *utiltesting.BindingWrapper) usage.Usage {
+	t.Helper()
+	u, err := usage.Of(b.Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -50,6 +50,8 @@ func Configuration(baseURL string, caBundle []byte, timeoutSeconds int32) *admis
 
 	quotas := validating(QuotaWebhook, at(KarmadaQuotaPath),
 		rule(createUpdate, "quota.karmada.io", "v1alpha1", "karmadaquotas"), 5)
+	// A change of a quota's spec fences its ledger, except for dry-run requests.
+	quotas.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
 
 	// The last gate before the members: a Work that cannot be checked must not reach them. Karmada's binding
 	// controller retries a refused Work, and the member keeps what it runs meanwhile.

@@ -39,7 +39,7 @@ func TestConfiguration(t *testing.T) {
 				QuotaWebhook: {
 					URL: "https://quota-webhook.karmada-system.svc:443/validate-karmadaquota", Operations: createUpdate,
 					Resource: "quota.karmada.io/v1alpha1/karmadaquotas", TimeoutSeconds: 5,
-					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNone,
+					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun,
 				},
 				WorkWebhook: {
 					URL: "https://quota-webhook.karmada-system.svc:443/validate-work", Operations: createUpdate,
@@ -68,7 +68,7 @@ func TestConfiguration(t *testing.T) {
 				QuotaWebhook: {
 					URL: "https://10.0.0.1:8443/validate-karmadaquota", Operations: createUpdate,
 					Resource: "quota.karmada.io/v1alpha1/karmadaquotas", TimeoutSeconds: 5,
-					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNone,
+					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun,
 				},
 				WorkWebhook: {
 					URL: "https://10.0.0.1:8443/validate-work", Operations: createUpdate,

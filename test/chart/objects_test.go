@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,11 +54,16 @@ func checkInstallConfigMap(t reporter, r *rendering) {
 		t.Fatalf("karmada.yaml: %v", err)
 	}
 	kinds := map[string]int{}
+	var crds []string
 	for _, obj := range objects {
 		kinds[obj.GetKind()]++
+		if obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj.GetName())
+		}
 	}
-	if kinds["CustomResourceDefinition"] != 1 {
-		t.Errorf("karmada.yaml holds %d CRDs, want the KarmadaQuota CRD", kinds["CustomResourceDefinition"])
+	slices.Sort(crds)
+	if want := []string{"karmadaquotaledgers.quota.karmada.io", "karmadaquotas.quota.karmada.io"}; !slices.Equal(crds, want) {
+		t.Errorf("karmada.yaml holds the CRDs %v, want %v", crds, want)
 	}
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Role", "RoleBinding"} {
 		if kinds[kind] == 0 {

@@ -233,7 +233,7 @@ func expectMembersRunCharged(ns, quotaName, cpu string) {
 	Eventually(func(g Gomega) {
 		expectRunning(g, ns, "web", cpu)
 		status := quotaStatus(ns, quotaName)
-		g.Expect(status.Reservations).To(BeEmpty())
+		expectNothingReserved(g, ns, quotaName)
 		charged := clusterUsage(status)
 		for member := range members {
 			running := memberRunningRequests(g, ns, member)

@@ -364,7 +364,7 @@ func expectClusters(ns, name string, total resources.List, clusters map[string]s
 func checkClusters(g Gomega, ns, name string, total resources.List, clusters map[string]shownCluster) {
 	q := &quotav1alpha1.KarmadaQuota{}
 	g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
-	g.Expect(q.Status.Reservations).To(BeEmpty(), "reservations outstanding")
+	expectNothingReserved(g, ns, name)
 	g.Expect(q.Status.ObservedGeneration).To(Equal(q.Generation))
 	g.Expect(nonZero(canonical(q.Status.Used))).To(Equal(nonZero(total)), "status.used")
 	g.Expect(clusterStatuses(q.Status)).To(Equal(clusters), "status.clusters")
@@ -376,7 +376,7 @@ func expectGroups(ns, name string, groups map[string]shownGroup) {
 	Eventually(func(g Gomega) {
 		q := &quotav1alpha1.KarmadaQuota{}
 		g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
-		g.Expect(q.Status.Reservations).To(BeEmpty(), "reservations outstanding")
+		expectNothingReserved(g, ns, name)
 		g.Expect(groupStatuses(q.Status)).To(Equal(groups), "status.clusterGroups")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "quota %s/%s groups %v", ns, name, groups)
 }

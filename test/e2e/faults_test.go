@@ -770,7 +770,7 @@ func expectQuotaTrue(ns, name string) {
 	Eventually(func(g Gomega) {
 		q := &quotav1alpha1.KarmadaQuota{}
 		g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
-		g.Expect(q.Status.Reservations).To(BeEmpty(), "reservations outstanding")
+		expectNothingReserved(g, ns, name)
 		truth := trueUsage(g, q)
 		g.Expect(canonical(q.Status.Used)).To(Equal(truth), "status.used")
 		g.Expect(statusClusters(q.Status)).To(Equal(trueClusterUsage(g, q)), "status.clusters")

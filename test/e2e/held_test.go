@@ -555,8 +555,7 @@ func expectHeld(ns, name string, total resources.List, perMember map[string]reso
 func checkHeld(g Gomega, ns, name string, total resources.List, perMember map[string]resources.List) {
 	q := &quotav1alpha1.KarmadaQuota{}
 	g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
-	g.Expect(q.Status.Reservations).To(BeEmpty(), "reservations outstanding")
-	g.Expect(q.Status.FoldedReservations).To(BeNil(), "reservations folded")
+	expectNothingReserved(g, ns, name)
 	g.Expect(canonical(q.Status.Used)).To(Equal(total), "status.used")
 	got := map[string]resources.List{}
 	for _, c := range q.Status.Clusters {
@@ -578,7 +577,7 @@ func checkHeldNow(ns, name string, total resources.List) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		status := quotaStatus(ns, name)
-		g.Expect(status.Reservations).To(BeEmpty(), "reservations outstanding")
+		expectNothingReserved(g, ns, name)
 		g.Expect(canonical(status.Used)).To(Equal(total), "status.used")
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -198,6 +199,22 @@ func canonical(l corev1.ResourceList) resources.List {
 	return out
 }
 
+// expectNothingReserved asserts that no admission of the quota waits to be observed: its ledger lists no
+// reservation and folds none, and its status shows nothing reserved.
+func expectNothingReserved(g Gomega, ns, name string) {
+	stored := &quotav1alpha1.KarmadaQuotaLedger{}
+	if err := karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, stored); !apierrors.IsNotFound(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(stored.Reservations).To(BeEmpty(), "quota %s/%s: reservations outstanding", ns, name)
+		g.Expect(stored.FoldedReservations).To(BeNil(), "quota %s/%s: reservations folded", ns, name)
+	}
+	q := &quotav1alpha1.KarmadaQuota{}
+	g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
+	for resource, reserved := range q.Status.Reserved {
+		g.Expect(reserved.IsZero()).To(BeTrue(), "quota %s/%s: %s reserved in status", ns, name, resource)
+	}
+}
+
 // settledUsage is a quota's status once the controller has caught up: no reservation outstanding, and used
 // equal to the sum over the namespace's bindings computed from scratch. It returns the status.
 func expectSettled(ns, name string) quotav1alpha1.KarmadaQuotaStatus {
@@ -206,7 +223,7 @@ func expectSettled(ns, name string) quotav1alpha1.KarmadaQuotaStatus {
 	Eventually(func(g Gomega) {
 		q := &quotav1alpha1.KarmadaQuota{}
 		g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
-		g.Expect(q.Status.Reservations).To(BeEmpty(), "reservations outstanding")
+		expectNothingReserved(g, ns, name)
 		truth := trueUsage(g, q)
 		got := canonical(q.Status.Used)
 		g.Expect(got).To(Equal(truth), "status.used %v, the bindings use %v", got, truth)

@@ -37,7 +37,7 @@ var _ = Describe("What the members run", func() {
 		GinkgoHelper()
 		Eventually(func(g Gomega) {
 			status := quotaStatus(ns, name)
-			g.Expect(status.Reservations).To(BeEmpty(), "reservations outstanding")
+			expectNothingReserved(g, ns, name)
 			g.Expect(canonical(status.Used)).To(Equal(cpu(total)))
 			got := map[string]resources.List{}
 			for _, c := range status.Clusters {

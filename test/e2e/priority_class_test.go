@@ -136,7 +136,7 @@ func expectClassesCounted(ns string, wantUsed map[string]string) {
 		for name, cpus := range wantUsed {
 			q := &quotav1alpha1.KarmadaQuota{}
 			g.Expect(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q)).To(Succeed())
-			g.Expect(q.Status.Reservations).To(BeEmpty(), "quota %s: reservations outstanding", name)
+			expectNothingReserved(g, ns, name)
 			used := canonical(q.Status.Used)
 			g.Expect(used[resources.RequestName(corev1.ResourceCPU)]).To(Equal(canonical(list("cpu", cpus))["requests.cpu"]), "quota %s: cpu used", name)
 			g.Expect(used[resources.RequestName(corev1.ResourceCPU)]).To(Equal(classAwareTruth(g, q)["requests.cpu"]), "quota %s against the truth", name)

@@ -20,12 +20,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
@@ -55,7 +57,7 @@ type admissionSampler struct {
 	done      chan struct{}
 }
 
-func sampleAdmissions(ns, quota string) *admissionSampler {
+func sampleAdmissions(ns, name string) *admissionSampler {
 	s := &admissionSampler{
 		admitted: resources.List{}, placed: resources.List{}, hard: resources.List{},
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -69,40 +71,43 @@ func sampleAdmissions(ns, quota string) *admissionSampler {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
+			// Bindings first: every binding listed was admitted before it was stored, so by the time the ledger
+			// is read its charge is still reserved there or already counted in used.
 			q := &quotav1alpha1.KarmadaQuota{}
+			stored := &quotav1alpha1.KarmadaQuotaLedger{}
 			var bindings workv1alpha2.ResourceBindingList
-			if karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: quota}, q) != nil ||
-				karmada.List(ctx, &bindings, client.InNamespace(ns)) != nil {
+			if karmada.List(ctx, &bindings, client.InNamespace(ns)) != nil ||
+				karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q) != nil ||
+				client.IgnoreNotFound(karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, stored)) != nil {
 				s.unreadable.Add(1)
 				continue
 			}
-			s.record(q, bindings.Items)
+			s.record(q, quota.LedgerOf(stored, q), bindings.Items)
 		}
 	}()
 	return s
 }
 
-func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) {
+// record records one sample: what the ledger admission decides on counts as admitted (used as observed, and what is
+// reserved), against what the bindings place.
+func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger, bindings []workv1alpha2.ResourceBinding) {
 	hard, err := resources.Parse(q.Spec.Hard)
 	if err != nil {
 		return
 	}
-	admitted, err := resources.Parse(q.Status.Used)
+	l, err := quota.NewLedger(q, stored)
 	if err != nil {
 		return
 	}
-	reserved, err := resources.Parse(q.Status.Reserved)
-	if err != nil {
-		return
-	}
-	admitted.Add(reserved)
+	admitted := l.Used()
+	admitted.Add(l.Reserved())
 	sel, err := usage.NewSelector(q.Spec.ScopeSelector)
 	if err != nil {
 		return
 	}
 	for name, h := range hard {
 		if admitted[name] > h && s.firstOver == "" {
-			s.firstOver = describeOver(q, bindings)
+			s.firstOver = describeOver(q, stored, bindings)
 		}
 	}
 	placed := resources.List{}
@@ -129,10 +134,21 @@ func (s *admissionSampler) record(q *quotav1alpha1.KarmadaQuota, bindings []work
 
 // describeOver is what a sample above hard saw: the status, what each binding places, and what each Work of the
 // namespace asks, for the failure to say which of them the status counted.
-func describeOver(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) string {
+func describeOver(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger, bindings []workv1alpha2.ResourceBinding) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "at %s, quota resourceVersion %s: used %v, reserved %v, %d reservations\n", time.Now().Format("15:04:05.000"),
-		q.ResourceVersion, q.Status.Used, q.Status.Reserved, len(q.Status.Reservations))
+	fmt.Fprintf(&b, "at %s, quota resourceVersion %s: status used %v, reserved %v\n", time.Now().Format("15:04:05.000"),
+		q.ResourceVersion, q.Status.Used, q.Status.Reserved)
+	if stored != nil {
+		observed := "none"
+		if stored.Observed != nil {
+			observed = fmt.Sprint(stored.Observed.Used)
+		}
+		fmt.Fprintf(&b, "  ledger resourceVersion %s: observed used %s, %d reservations, %d folded\n", stored.ResourceVersion,
+			observed, len(stored.Reservations), ptr.Deref(stored.FoldedReservations, quotav1alpha1.FoldedReservations{}).Count)
+		for _, r := range stored.Reservations {
+			fmt.Fprintf(&b, "    reserved by %s %s generation %d: %v\n", r.ReservedBy.Kind, r.ReservedBy.Name, r.Generation, r.Reserved)
+		}
+	}
 	for _, c := range q.Status.Clusters {
 		fmt.Fprintf(&b, "  cluster %s: used %v\n", c.Name, c.Used)
 	}

@@ -29,6 +29,7 @@ type Options struct {
 	RequeueCooldown         time.Duration
 	SettleInterval          time.Duration
 	SettleBacklog           int
+	StatusInterval          time.Duration
 	MemberSampleInterval    time.Duration
 	MemberGrace             time.Duration
 	GracefulEvictionTimeout time.Duration
@@ -62,6 +63,7 @@ func NewOptions() *Options {
 		RequeueCooldown:         30 * time.Second,
 		SettleInterval:          controller.DefaultSettleInterval,
 		SettleBacklog:           controller.DefaultSettleBacklog,
+		StatusInterval:          controller.DefaultStatusInterval,
 		MemberSampleInterval:    time.Minute,
 		MemberGrace:             2 * time.Minute,
 		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
@@ -94,8 +96,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequeueCooldown, "requeue-cooldown", o.RequeueCooldown,
 		"How long a binding waiting with QuotaExceeded is left alone after the controller requeued it, so that a run of usage drops does not requeue the same bindings again and again (a requeue storm on the scheduler). 0 disables it.")
 	fs.DurationVar(&o.SettleInterval, "settle-interval", o.SettleInterval,
-		"Shortest time between two recounts of one quota that binding changes cause; the changes in between are recounted together, in one status write. "+
+		"Shortest time between two recounts of one quota that binding changes freeing something cause (a scale-down, a move, a delete: the room goes to waiting bindings); "+
+			"the changes in between are recounted together, in one write of the quota's ledger. Changes that only grow wait for --status-interval instead. "+
 			"Admitted writes stay charged by their reservations meanwhile; only how soon used shows them waits. 0 recounts on every change.")
+	fs.DurationVar(&o.StatusInterval, "status-interval", o.StatusInterval,
+		"Shortest time between two writes of one quota's status that only move what it shows used and reserved; any other change is written at once. "+
+			"Admission decides on the quota's ledger, settled every --settle-interval; only how soon kubectl and the metrics show the counts waits. 0 writes every change at once.")
 	fs.IntVar(&o.SettleBacklog, "settle-backlog", o.SettleBacklog,
 		"How many reservations a quota may hold before a binding change recounts it without waiting for --settle-interval.")
 	// Hidden: a tuning knob of the pacing, measured once (docs/performance.md); --settle-interval is the one to reach for.
@@ -134,6 +140,7 @@ func (o *Options) ControllerOptions() controller.Options {
 		RequeueCooldown:      o.RequeueCooldown,
 		SettleInterval:       o.SettleInterval,
 		SettleBacklog:        o.SettleBacklog,
+		StatusInterval:       o.StatusInterval,
 		MemberSampleInterval: o.MemberSampleInterval,
 		MemberGrace:          o.MemberGrace,
 		EvictionTimeout:      o.GracefulEvictionTimeout,

@@ -198,6 +198,7 @@ func TestOptionsAddFlags(t *testing.T) {
 		"--estimator-service-prefix=quota-estimator",
 		"--estimator-service-namespace=scheduling",
 		"--scheduler-estimator-port=10500",
+		"--status-interval=3s",
 	}); err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -221,6 +222,7 @@ func TestOptionsAddFlags(t *testing.T) {
 		RequeueCooldown:         time.Minute,
 		SettleInterval:          2 * time.Second,
 		SettleBacklog:           controller.DefaultSettleBacklog,
+		StatusInterval:          3 * time.Second,
 		MemberSampleInterval:    30 * time.Second,
 		MemberGrace:             5 * time.Minute,
 		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
@@ -245,11 +247,12 @@ func TestOptionsControllerOptions(t *testing.T) {
 	o.Workers = 3
 	o.RequeueCooldown = 12 * time.Second
 	o.SettleInterval = time.Second
+	o.StatusInterval = 4 * time.Second
 	o.MemberSampleInterval = 0
 	o.MemberGrace = 3 * time.Minute
 	got := o.ControllerOptions()
 	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second, SettleInterval: time.Second,
-		SettleBacklog: controller.DefaultSettleBacklog, MemberGrace: 3 * time.Minute, EvictionTimeout: controller.DefaultGracefulEvictionTimeout}
+		SettleBacklog: controller.DefaultSettleBacklog, StatusInterval: 4 * time.Second, MemberGrace: 3 * time.Minute, EvictionTimeout: controller.DefaultGracefulEvictionTimeout}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(controller.Options{}, "Clock")); diff != "" {
 		t.Errorf("controller options (-want +got):\n%s", diff)
 	}

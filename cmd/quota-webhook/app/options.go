@@ -70,7 +70,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DecisionTimeout, "decision-timeout", o.DecisionTimeout,
 		"Bound on deciding one batch of a namespace's binding writes, retries included. Keep it below the webhook's timeoutSeconds.")
 	fs.IntVar(&o.MaxReservations, "max-reservations-per-quota", o.MaxReservations,
-		fmt.Sprintf("How many reservations a quota's status lists one by one before the oldest are folded into one sum, at most %d. "+
+		fmt.Sprintf("How many reservations a quota's ledger lists one by one before the oldest are folded into one sum, at most %d. "+
 			"Lower it only to test folding.", quota.MaxReservations))
 	// Hidden: the default is sized to what the apiserver stores; a lower bound only folds sooner.
 	_ = fs.MarkHidden("max-reservations-per-quota")

@@ -33,6 +33,15 @@ func (d *demo) quota(ctx context.Context) (*quotav1alpha1.KarmadaQuota, error) {
 	return q, err
 }
 
+// reservations lists the admissions the quota's ledger holds for the controller to observe; none before the first.
+func (d *demo) reservations(ctx context.Context) ([]quotav1alpha1.Reservation, error) {
+	stored := &quotav1alpha1.KarmadaQuotaLedger{}
+	if err := d.karmada.Get(ctx, client.ObjectKey{Namespace: namespace, Name: quotaName}, stored); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return stored.Reservations, nil
+}
+
 // placement is how many replicas the binding places in each member cluster.
 func placement(rb *workv1alpha2.ResourceBinding) map[string]int32 {
 	placed := map[string]int32{}
@@ -116,17 +125,17 @@ func (d *demo) waitScheduled(ctx context.Context, w workload) error {
 		})
 }
 
-// quotaState describes the quota's status in one line.
-func quotaState(q *quotav1alpha1.KarmadaQuota) string {
+// quotaState describes the quota's status, and the reservations its ledger holds, in one line.
+func quotaState(q *quotav1alpha1.KarmadaQuota, reservations []quotav1alpha1.Reservation) string {
 	ready := "unknown"
 	if c := meta.FindStatusCondition(q.Status.Conditions, quotav1alpha1.ConditionReady); c != nil {
 		ready = string(c.Status)
 	}
 	reserved := "nothing"
-	if len(q.Status.Reservations) > 0 {
+	if len(reservations) > 0 {
 		// Whose admissions are still unsettled tells, when a wait fails, which write the quota is holding room for.
 		var holders []string
-		for _, r := range q.Status.Reservations {
+		for _, r := range reservations {
 			holders = append(holders, fmt.Sprintf("%s at generation %d", r.ReservedBy.Name, r.Generation))
 		}
 		reserved = fmt.Sprintf("%s (for %s)", resourceString(q.Status.Reserved), strings.Join(holders, ", "))
@@ -144,10 +153,14 @@ func (d *demo) waitQuotaSettled(ctx context.Context, cpu int64) error {
 			if err != nil {
 				return false, "", err
 			}
+			reservations, err := d.reservations(ctx)
+			if err != nil {
+				return false, "", err
+			}
 			used := q.Status.Used[corev1.ResourceCPU]
 			done := meta.IsStatusConditionTrue(q.Status.Conditions, quotav1alpha1.ConditionReady) &&
-				q.Status.ObservedGeneration == q.Generation && len(q.Status.Reservations) == 0 && used.Cmp(want) == 0
-			return done, quotaState(q), nil
+				q.Status.ObservedGeneration == q.Generation && len(reservations) == 0 && used.Cmp(want) == 0
+			return done, quotaState(q, reservations), nil
 		})
 }
 

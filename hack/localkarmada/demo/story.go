@@ -393,10 +393,14 @@ func (d *demo) scaleDownFreesQuota(ctx context.Context) error {
 			if err != nil {
 				return false, "", err
 			}
+			reservations, err := d.reservations(ctx)
+			if err != nil {
+				return false, "", err
+			}
 			used := q.Status.Used[corev1.ResourceCPU]
-			done = done && used.Cmp(*resource.NewQuantity(after, resource.DecimalSI)) == 0 && len(q.Status.Reservations) == 0 &&
+			done = done && used.Cmp(*resource.NewQuantity(after, resource.DecimalSI)) == 0 && len(reservations) == 0 &&
 				meta.IsStatusConditionTrue(q.Status.Conditions, quotav1alpha1.ConditionReady)
-			states = append(states, "quota: "+quotaState(q))
+			states = append(states, "quota: "+quotaState(q, reservations))
 			return done, strings.Join(states, "; "), nil
 		}); err != nil {
 		return err

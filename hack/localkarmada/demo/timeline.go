@@ -62,6 +62,27 @@ func (d *demo) watchTimeline(ctx context.Context, bindings ...string) (*timeline
 	}}); err != nil {
 		return nil, err
 	}
+	// The reservations are in the quota's ledger: the webhook adds them there, the controller settles them.
+	ledgers, err := c.GetInformer(ctx, &quotav1alpha1.KarmadaQuotaLedger{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ledgers.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if l, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+				t.reservationsChanged(nil, l.Reservations)
+			}
+		},
+		UpdateFunc: func(old, updated any) {
+			o, ok1 := old.(*quotav1alpha1.KarmadaQuotaLedger)
+			u, ok2 := updated.(*quotav1alpha1.KarmadaQuotaLedger)
+			if ok1 && ok2 {
+				t.reservationsChanged(o.Reservations, u.Reservations)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	rbs, err := c.GetInformer(ctx, &workv1alpha2.ResourceBinding{})
 	if err != nil {
 		return nil, err
@@ -82,7 +103,7 @@ func (d *demo) watchTimeline(ctx context.Context, bindings ...string) (*timeline
 	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if !c.WaitForCacheSync(syncCtx) {
-		return nil, fmt.Errorf("watching KarmadaQuotas and ResourceBindings in %s: the watches never synced", namespace)
+		return nil, fmt.Errorf("watching KarmadaQuotas, their ledgers and ResourceBindings in %s: the watches never synced", namespace)
 	}
 	return t, nil
 }
@@ -156,7 +177,9 @@ func (t *timeline) bindingChanged(old, updated *workv1alpha2.ResourceBinding) {
 	}
 }
 
-func (t *timeline) quotaChanged(old, updated *quotav1alpha1.KarmadaQuota) {
+// reservationsChanged tells the admissions the webhook reserved for and the controller settled, from the quota's
+// ledger before and after a write.
+func (t *timeline) reservationsChanged(old, updated []quotav1alpha1.Reservation) {
 	oldRes := reservationsByBinding(old)
 	newRes := reservationsByBinding(updated)
 	for uid, r := range newRes {
@@ -165,13 +188,16 @@ func (t *timeline) quotaChanged(old, updated *quotav1alpha1.KarmadaQuota) {
 				r.ReservedBy.Name, resourceString(r.Reserved))
 		}
 	}
-	usedChanged := !equality.Semantic.DeepEqual(old.Status.Used, updated.Status.Used)
 	for uid, r := range oldRes {
 		if _, kept := newRes[uid]; !kept {
 			t.note("quota: quota-controller observed binding %s's placement and settled its reservation into used", r.ReservedBy.Name)
 		}
 	}
-	if usedChanged {
+}
+
+// quotaChanged tells a change of what the quota's status shows used.
+func (t *timeline) quotaChanged(old, updated *quotav1alpha1.KarmadaQuota) {
+	if !equality.Semantic.DeepEqual(old.Status.Used, updated.Status.Used) {
 		oldCPU, newCPU := old.Status.Used[corev1.ResourceCPU], updated.Status.Used[corev1.ResourceCPU]
 		hard := updated.Status.Hard[corev1.ResourceCPU]
 		t.note("quota: status.used cpu %s -> %s of %s (recounted by quota-controller)",
@@ -179,9 +205,9 @@ func (t *timeline) quotaChanged(old, updated *quotav1alpha1.KarmadaQuota) {
 	}
 }
 
-func reservationsByBinding(q *quotav1alpha1.KarmadaQuota) map[types.UID]quotav1alpha1.Reservation {
+func reservationsByBinding(list []quotav1alpha1.Reservation) map[types.UID]quotav1alpha1.Reservation {
 	byUID := map[types.UID]quotav1alpha1.Reservation{}
-	for _, r := range q.Status.Reservations {
+	for _, r := range list {
 		byUID[r.ReservedBy.UID] = r
 	}
 	return byUID

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
@@ -17,20 +18,41 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
-// Describe reports one quota: its limits, use and currency, per member cluster, and the namespace's bindings
-// waiting on it. bindings are the quota's namespace's ResourceBindings.
-func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBinding) Quota {
+// Ledgers are the ledger objects of quotas, by namespace and name; nil when they could not be read.
+type Ledgers map[types.NamespacedName]*quotav1alpha1.KarmadaQuotaLedger
+
+// Of returns q's ledger object, nil when there is none (or it could not be read: the quota's status then shows what
+// is reserved in sum, and no reservation one by one).
+func (l Ledgers) Of(q *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedger {
+	return quota.LedgerOf(l[types.NamespacedName{Namespace: q.Namespace, Name: q.Name}], q)
+}
+
+// Describe reports one quota: its limits, use and currency, per member cluster, its reservations, and the
+// namespace's bindings waiting on it. stored is the quota's ledger object (Ledgers.Of); bindings are the quota's
+// namespace's ResourceBindings.
+func Describe(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger, bindings []workv1alpha2.ResourceBinding) Quota {
 	out := Quota{Namespace: q.Namespace, Name: q.Name, Scopes: scopes(q.Spec.ScopeSelector), Status: StatusOf(q)}
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, stored)
 	if err != nil {
 		// The webhook refuses every binding write under such a quota and the controller reports it NotReady
 		// (InvalidSpec), which Status already says: show the limits as written.
 		out.Resources = asWritten(q)
-		out.Reservations, out.FoldedReservations = reservations(q, nil)
+		out.Reservations, out.FoldedReservations = reservations(q, stored, nil)
 		return out
 	}
 	hard, used, reserved := ledger.Hard(), ledger.Used(), ledger.Reserved()
 	available := ledger.Headroom(used)
+	if stored == nil {
+		// Without the ledger (not written yet, or not readable by this user) the status's sum of the reservations
+		// is what is known of them.
+		shown := ledger.ParseStatus(q.Status.Reserved)
+		for name := range hard {
+			if extra := shown[name] - reserved[name]; extra > 0 {
+				available[name] -= extra
+				reserved[name] = shown[name]
+			}
+		}
+	}
 	for _, name := range hard.Names() {
 		out.Resources = append(out.Resources, Resource{
 			Name:        string(ledger.AuthorName(name)),
@@ -66,16 +88,32 @@ func Describe(q *quotav1alpha1.KarmadaQuota, bindings []workv1alpha2.ResourceBin
 		})
 	}
 	sort.Slice(out.Waiting, func(i, j int) bool { return out.Waiting[i].Binding < out.Waiting[j].Binding })
-	out.Reservations, out.FoldedReservations = reservations(q, ledger)
+	out.Reservations, out.FoldedReservations = reservations(q, stored, ledger)
 	return out
 }
 
-// reservations lists a quota's outstanding reservations: a binding's as the write of that binding, a Work's as
-// what its member cluster runs beyond the binding's placement. Amounts in the author's names, rendered through
-// the ledger when the quota parses, as written otherwise.
-func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reservation, *FoldedReservations) {
+// reservations lists a quota's outstanding reservations, from its ledger object (stored) and any an earlier
+// release's webhook listed in its status: a binding's as the write of that binding, a Work's as what its member
+// cluster runs beyond the binding's placement. Amounts in the author's names, rendered through the ledger when
+// the quota parses, as written otherwise.
+func reservations(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger, ledger *quota.Ledger) ([]Reservation, *FoldedReservations) {
+	listed := q.Status.Reservations
+	f := q.Status.FoldedReservations
+	if stored != nil {
+		listed = append(append([]quotav1alpha1.Reservation(nil), stored.Reservations...), listed...)
+		if stored.FoldedReservations != nil {
+			f = stored.FoldedReservations
+		}
+	}
 	var out []Reservation
-	for _, r := range q.Status.Reservations {
+	seen := map[quota.Key]bool{}
+	for _, r := range listed {
+		// The controller moves a reservation from the status to the ledger: for a moment it is in both.
+		if key := (quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}); seen[key] {
+			continue
+		} else {
+			seen[key] = true
+		}
 		owner := r.ReservedBy
 		res := Reservation{
 			Kind: owner.Kind, APIVersion: owner.APIVersion, Namespace: owner.Namespace, Name: owner.Name,
@@ -101,7 +139,7 @@ func reservations(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]Reserv
 		return a.Generation < b.Generation
 	})
 	var folded *FoldedReservations
-	if f := q.Status.FoldedReservations; f != nil && f.Count > 0 {
+	if f != nil && f.Count > 0 {
 		folded = &FoldedReservations{Count: f.Count, Reserved: reservedAmounts(ledger, f.Reserved), Expires: timestamp(f.ExpirationTime.Time)}
 	}
 	return out, folded
@@ -127,13 +165,14 @@ func StatusOf(q *quotav1alpha1.KarmadaQuota) Status {
 	return s
 }
 
-// Rows reports every limited resource of every quota, sorted by namespace, quota and resource.
+// Rows reports every limited resource of every quota, sorted by namespace, quota and resource, as their status
+// last counted them.
 func Rows(quotas []quotav1alpha1.KarmadaQuota) []Row {
 	var rows []Row
 	for i := range quotas {
 		q := &quotas[i]
 		state := StatusOf(q).State
-		for _, r := range Describe(q, nil).Resources {
+		for _, r := range Describe(q, nil, nil).Resources {
 			rows = append(rows, Row{
 				Namespace: q.Namespace, Quota: q.Name, Resource: r.Name,
 				Used: r.Used, Reserved: r.Reserved, Hard: r.Hard, UsedPercent: r.UsedPercent, Status: state,
@@ -181,7 +220,7 @@ func Percent(used, hard int64) int64 {
 // Explain says why a workload is or is not scheduled, as far as quotas go. rb is its binding, nil when it has
 // none; quotas are its namespace's; events are the binding's, which say whether quota refuses the Works of a
 // placed workload (see worksRefused).
-func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota, events Events) Why {
+func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota, ledgers Ledgers, events Events) Why {
 	w := Why{Workload: workload}
 	if rb == nil {
 		w.Verdict = NoBinding
@@ -205,7 +244,7 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 	case usage.WaitingForQuota(rb):
 		w.Verdict = QuotaExceeded
 		for i := range sorted {
-			if r, refused := refusal(&sorted[i], rb, cond.Message); refused {
+			if r, refused := refusal(&sorted[i], ledgers.Of(&sorted[i]), rb, cond.Message); refused {
 				w.Refusals = append(w.Refusals, r)
 			}
 		}
@@ -231,8 +270,8 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 
 // refusal recomputes whether q refuses to place all of rb's replicas, and adds what q's cluster and group limits
 // lack that message (the binding's Scheduled condition's) names.
-func refusal(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding, message string) (Refusal, bool) {
-	ledger, err := quota.NewLedger(q)
+func refusal(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger, rb *workv1alpha2.ResourceBinding, message string) (Refusal, bool) {
+	ledger, err := quota.NewLedger(q, stored)
 	if err != nil {
 		// The webhook refuses every binding write in the namespace while a quota is invalid.
 		return Refusal{Quota: q.Name, Invalid: err.Error()}, true
@@ -258,7 +297,8 @@ func scheduledMessage(rb *workv1alpha2.ResourceBinding) string {
 
 // charge is what q counts for a scheduled binding; false when q cannot be parsed (Status says so elsewhere).
 func charge(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Charge, bool) {
-	ledger, err := quota.NewLedger(q)
+	// What a binding is charged depends on the quota's spec alone.
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		return Charge{}, false
 	}

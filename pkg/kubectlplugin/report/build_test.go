@@ -74,7 +74,10 @@ func TestDescribe(t *testing.T) {
 	expires := time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 	cases := map[string]struct {
-		quota    *quotav1alpha1.KarmadaQuota
+		quota *quotav1alpha1.KarmadaQuota
+		// ledger is the quota's ledger object; nil reads the quota alone (its status lists the reservations an
+		// earlier release's webhook wrote there).
+		ledger   *quotav1alpha1.KarmadaQuotaLedger
 		bindings []workv1alpha2.ResourceBinding
 		want     Quota
 	}{
@@ -147,20 +150,9 @@ func TestDescribe(t *testing.T) {
 					Generation: 1, Reserved: map[string]string{"cpu": "1", "pods": "1"}, Expires: "1970-01-01T00:00:00Z"}},
 			},
 		},
-		"reservations: a Work's with its execution namespace and member, after the bindings'; the folded sum": {
-			quota: func() *quotav1alpha1.KarmadaQuota {
-				q := ready(utiltesting.MakeQuota("team-a", "team-a").Hard(list("requests.cpu", "4", "pods", "10")).
-					Used(list("requests.cpu", "1", "pods", "1")), 1).
-					Reservation(utiltesting.MakeBinding("team-a", "web-deployment").Obj(), 3, list("requests.cpu", "500m", "pods", "1"), expires).
-					Folded(12, list("requests.cpu", "2", "pods", "4"), expires.Add(time.Minute)).Obj()
-				// Written by the Work webhook: the Work first in the list, as the webhook sorts it by namespace.
-				q.Status.Reservations = append([]quotav1alpha1.Reservation{{
-					ReservedBy: quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha1", Kind: "Work",
-						Namespace: "karmada-es-member1", Name: "agent-5d8f", UID: "uid-work"},
-					Generation: 2, Reserved: list("requests.cpu", "600m", "pods", "3"), ExpirationTime: metav1.NewTime(expires),
-				}}, q.Status.Reservations...)
-				return q
-			}(),
+		"reservations from the ledger: a Work's with its execution namespace and member, after the bindings'; the folded sum": {
+			quota:  withoutReservations(reservationsQuota(expires)),
+			ledger: utiltesting.MoveToLedger(reservationsQuota(expires)),
 			want: Quota{
 				Namespace: "team-a", Name: "team-a",
 				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
@@ -178,6 +170,18 @@ func TestDescribe(t *testing.T) {
 				},
 				FoldedReservations: &FoldedReservations{Count: 12, Reserved: map[string]string{"requests.cpu": "2", "pods": "4"},
 					Expires: "2030-01-01T00:01:00Z"},
+			},
+		},
+		"the ledger not readable (a role from an earlier release): what is reserved, in sum, from status": {
+			quota: withoutReservations(reservationsQuota(expires)),
+			want: Quota{
+				Namespace: "team-a", Name: "team-a",
+				Status: Status{State: Current, Ready: "True", Reason: "Calculated",
+					Message: "Usage recounted from the namespace's ResourceBindings", Generation: 1, ObservedGeneration: 1},
+				Resources: []Resource{
+					{Name: "pods", Used: "1", Reserved: "8", Hard: "10", Available: "1", UsedPercent: 10},
+					{Name: "requests.cpu", Used: "1", Reserved: "3100m", Hard: "4", Available: "-100m", UsedPercent: 25},
+				},
 			},
 		},
 		"a scoped quota: its scopes explained, and only the bindings of its priority class wait on it": {
@@ -346,12 +350,34 @@ func TestDescribe(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Describe(tc.quota, tc.bindings)
+			got := Describe(tc.quota, tc.ledger, tc.bindings)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Describe (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// reservationsQuota is a quota with reservations of a binding and of a Work, and a folded sum, in its status.
+func reservationsQuota(expires time.Time) *quotav1alpha1.KarmadaQuota {
+	q := ready(utiltesting.MakeQuota("team-a", "team-a").Hard(list("requests.cpu", "4", "pods", "10")).
+		Used(list("requests.cpu", "1", "pods", "1")), 1).
+		Reservation(utiltesting.MakeBinding("team-a", "web-deployment").Obj(), 3, list("requests.cpu", "500m", "pods", "1"), expires).
+		Folded(12, list("requests.cpu", "2", "pods", "4"), expires.Add(time.Minute)).Obj()
+	// Written by the Work webhook: the Work first in the list, as the webhook sorts it by namespace.
+	q.Status.Reservations = append([]quotav1alpha1.Reservation{{
+		ReservedBy: quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha1", Kind: "Work",
+			Namespace: "karmada-es-member1", Name: "agent-5d8f", UID: "uid-work"},
+		Generation: 2, Reserved: list("requests.cpu", "600m", "pods", "3"), ExpirationTime: metav1.NewTime(expires),
+	}}, q.Status.Reservations...)
+	q.Status.Reserved = list("requests.cpu", "3100m", "pods", "8")
+	return q
+}
+
+// withoutReservations leaves q's status as the controller writes it: the sum of the reservations, not the list.
+func withoutReservations(q *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuota {
+	utiltesting.MoveToLedger(q)
+	return q
 }
 
 func TestStatusOf(t *testing.T) {
@@ -648,7 +674,7 @@ func TestExplain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Explain(deployment("web"), tc.binding, tc.quotas, Events{})
+			got := Explain(deployment("web"), tc.binding, tc.quotas, nil, Events{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -236,7 +236,7 @@ func withZeros(list, hard resources.List) resources.List {
 
 // clusterUsages lists what the namespace uses in each member cluster the status lists, and each cluster with a
 // limit of its own, listed or not (a limit added since the last recount), sorted by name: used as observed, the
-// cluster's limit and what the reservations hold there as enforced now (spec, status.reservations).
+// cluster's limit and what the reservations hold there as enforced now (spec, the ledger's reservations).
 func clusterUsages(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) []ClusterUsage {
 	byName := map[string]quotav1alpha1.ClusterUsage{}
 	for _, c := range q.Status.Clusters {

@@ -32,7 +32,7 @@ func capped(name string) *utiltesting.QuotaWrapper {
 // limit and for a group's, is read back whole.
 func TestLimitDenialsReadTheLedgersRefusals(t *testing.T) {
 	q := capped("team-a").Obj()
-	ledger, err := quota.NewLedger(q)
+	ledger, err := quota.NewLedger(q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type Quota struct {
 	Waiting []Waiting `json:"waiting,omitempty"`
 	// WaitingUnknown says why Waiting could not be read (no right to list ResourceBindings); empty when it was.
 	WaitingUnknown string `json:"waitingUnknown,omitempty"`
-	// Reservations are the admissions the controller has not observed yet (status.reservations), which Reserved
+	// Reservations are the admissions the controller has not observed yet (the ledger's reservations), which Reserved
 	// sums: ResourceBindings first, then Works, each by namespace, name and generation.
 	Reservations []Reservation `json:"reservations,omitempty"`
 	// FoldedReservations sums the older reservations folded out of the list once it reached its bound.
@@ -51,7 +51,7 @@ const (
 // Reservation is one admission the controller has not observed yet: it counts against hard until it is, or until
 // it expires.
 type Reservation struct {
-	// Kind is ResourceBinding or Work (ReservedByBinding, ReservedByWork): status.reservations[].reservedBy.kind.
+	// Kind is ResourceBinding or Work (ReservedByBinding, ReservedByWork): the ledger's reservations[].reservedBy.kind.
 	Kind       string `json:"kind"`
 	APIVersion string `json:"apiVersion"`
 	// Namespace is the Work's execution namespace (karmada-es-<cluster>); empty for a binding, which is in the
@@ -67,13 +67,13 @@ type Reservation struct {
 	// Reserved is the increase admitted, by limited resource.
 	Reserved map[string]string `json:"reserved"`
 	// Clusters splits it by member cluster, for the resources a cluster or group limit counts: on each cluster the
-	// write grows, what it grows there (status.reservations[].clusters); absent on a quota without such limits.
+	// write grows, what it grows there (the ledger's reservations[].clusters); absent on a quota without such limits.
 	Clusters map[string]map[string]string `json:"clusters,omitempty"`
 	// Expires is when the reservation lapses if its write never happened (RFC 3339).
 	Expires string `json:"expires"`
 }
 
-// FoldedReservations are reservations folded out of status.reservations: how many, their sum, and when the last
+// FoldedReservations are reservations folded out of the ledger's reservations: how many, their sum, and when the last
 // of them expires (RFC 3339).
 type FoldedReservations struct {
 	Count    int64             `json:"count"`

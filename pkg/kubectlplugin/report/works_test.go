@@ -297,7 +297,7 @@ func TestExplainWorkRefused(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Explain(daemonSet, tc.binding, quotas, tc.events)
+			got := Explain(daemonSet, tc.binding, quotas, nil, tc.events)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -47,6 +47,19 @@ func (s *Store[T]) Newest(cached T) T {
 	return cached.DeepCopyObject().(T)
 }
 
+// Written returns a copy of the last write of the object at key, while one is remembered: for an object the
+// informer has not listed yet (this process just created it). It may have been deleted since; whoever finds so
+// calls Forget.
+func (s *Store[T]) Written(key types.NamespacedName) (T, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	own, ok := s.written[key]
+	if !ok {
+		return own, false
+	}
+	return own.DeepCopyObject().(T), true
+}
+
 // Forget drops what is remembered of the object at key (it was deleted).
 func (s *Store[T]) Forget(key types.NamespacedName) {
 	s.mu.Lock()

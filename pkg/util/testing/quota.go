@@ -131,3 +131,18 @@ func ReservationOwner(rb *workv1alpha2.ResourceBinding) quotav1alpha1.Reservatio
 		UID:        rb.UID,
 	}
 }
+
+// MoveToLedger moves the reservations of q's status into a ledger object, as the controller does with those a
+// webhook of an earlier release listed there, and returns it; q's status keeps their sum (status.reserved).
+func MoveToLedger(q *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedger {
+	stored := &quotav1alpha1.KarmadaQuotaLedger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, OwnerReferences: []metav1.OwnerReference{
+			*metav1.NewControllerRef(q, quotav1alpha1.GroupVersion.WithKind("KarmadaQuota"))}},
+		QuotaGeneration:    q.Generation,
+		Reservations:       q.Status.Reservations,
+		ReservationCount:   int32(len(q.Status.Reservations)),
+		FoldedReservations: q.Status.FoldedReservations,
+	}
+	q.Status.Reservations, q.Status.FoldedReservations = nil, nil
+	return stored
+}

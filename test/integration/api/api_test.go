@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
 )
 
 func newNamespace() string {
@@ -62,12 +63,6 @@ var _ = Describe("KarmadaQuota CRD", func() {
 			Hard:               want.Hard,
 			Used:               corev1.ResourceList{"cpu": resource.MustParse("3500m")},
 			Reserved:           corev1.ResourceList{"cpu": resource.MustParse("500m")},
-			Reservations: []quotav1alpha1.Reservation{{
-				ReservedBy:     quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: "web-deployment", UID: types.UID("0b0e5a7e-1")},
-				Generation:     2,
-				Reserved:       corev1.ResourceList{"cpu": resource.MustParse("500m")},
-				ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second)),
-			}},
 			Clusters: []quotav1alpha1.ClusterUsage{
 				{Name: "member1", Used: corev1.ResourceList{"cpu": resource.MustParse("2")}},
 				{Name: "member2", Used: corev1.ResourceList{"cpu": resource.MustParse("1500m")}},
@@ -85,6 +80,52 @@ var _ = Describe("KarmadaQuota CRD", func() {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(q), &back)).To(Succeed())
 		Expect(equality.Semantic.DeepEqual(back.Status, status)).To(BeTrue(), "status changed on the way:\n got %+v\nwant %+v", back.Status, status)
 		Expect(back.Generation).To(Equal(int64(1)), "a status write must not bump the generation")
+	})
+
+	It("takes no reservation in a quota's status: a webhook of a release before the ledger fails closed", func() {
+		ns := newNamespace()
+		q := fullQuota(ns)
+		Expect(k8s.Create(ctx, q)).To(Succeed())
+		q.Status.Reservations = []quotav1alpha1.Reservation{{
+			ReservedBy:     quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: "web-deployment", UID: types.UID("0b0e5a7e-1")},
+			Generation:     2,
+			Reserved:       corev1.ResourceList{"cpu": resource.MustParse("500m")},
+			ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second)),
+		}}
+		err := k8s.Status().Update(ctx, q)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("status.reservations"))
+	})
+
+	It("stores a ledger as written", func() {
+		ns := newNamespace()
+		q := fullQuota(ns)
+		Expect(k8s.Create(ctx, q)).To(Succeed())
+		l := &quotav1alpha1.KarmadaQuotaLedger{
+			ObjectMeta:      metav1.ObjectMeta{Namespace: ns, Name: q.Name, OwnerReferences: quota.LedgerOwner(q)},
+			QuotaGeneration: 1,
+			Observed: &quotav1alpha1.LedgerObserved{Used: corev1.ResourceList{"cpu": resource.MustParse("3")},
+				Clusters: []quotav1alpha1.ClusterUsed{{Name: "member1", Used: corev1.ResourceList{"cpu": resource.MustParse("3")}}}},
+			Reservations: []quotav1alpha1.Reservation{{
+				ReservedBy:     quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: "web-deployment", UID: types.UID("0b0e5a7e-1")},
+				Generation:     2,
+				Reserved:       corev1.ResourceList{"cpu": resource.MustParse("500m")},
+				Clusters:       []quotav1alpha1.ClusterReservation{{Name: "member1", Reserved: corev1.ResourceList{"cpu": resource.MustParse("500m")}}},
+				ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second)),
+			}},
+			ReservationCount: 1,
+			FoldedReservations: &quotav1alpha1.FoldedReservations{Count: 3, Reserved: corev1.ResourceList{"cpu": resource.MustParse("1500m")},
+				ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second))},
+		}
+		want := l.DeepCopy()
+		Expect(k8s.Create(ctx, l)).To(Succeed())
+		var back quotav1alpha1.KarmadaQuotaLedger
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(l), &back)).To(Succeed())
+		Expect(equality.Semantic.DeepEqual(back.QuotaGeneration, want.QuotaGeneration) &&
+			equality.Semantic.DeepEqual(back.Observed, want.Observed) &&
+			equality.Semantic.DeepEqual(back.Reservations, want.Reservations) &&
+			equality.Semantic.DeepEqual(back.FoldedReservations, want.FoldedReservations) &&
+			back.ReservationCount == 1).To(BeTrue(), "ledger changed on the way:\n got %+v\nwant %+v", back, want)
 	})
 
 	It("is served under its short name and the karmada-io category", func() {

@@ -44,7 +44,8 @@ var _ = Describe("A burst while the controller is away", func() {
 			bindings[i] = rb
 		})
 
-		// Sampled throughout: the list never grows past the bound, and the object stays small.
+		// Sampled throughout: the list never grows past the bound, and the ledger object, which every admission
+		// writes, stays small.
 		var (
 			stop                  atomic.Bool
 			samples               int
@@ -55,11 +56,11 @@ var _ = Describe("A burst while the controller is away", func() {
 			defer close(sampler)
 			defer GinkgoRecover()
 			for !stop.Load() {
-				q := getQuota(ns, "team")
-				raw, err := json.Marshal(q)
+				stored := getLedger(ns, "team")
+				raw, err := json.Marshal(stored)
 				Expect(err).NotTo(HaveOccurred())
 				samples++
-				longestList = max(longestList, len(q.Status.Reservations))
+				longestList = max(longestList, len(stored.Reservations))
 				largestQ = max(largestQ, len(raw))
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -96,16 +97,17 @@ var _ = Describe("A burst while the controller is away", func() {
 		Expect(truth).To(Equal(int64(fit)*1000), "stored placements use exactly hard")
 
 		q := getQuota(ns, "team")
-		Expect(len(q.Status.Reservations)).To(BeNumerically("<=", maxReservations))
+		stored := getLedger(ns, "team")
+		Expect(len(stored.Reservations)).To(BeNumerically("<=", maxReservations))
 		Expect(longestList).To(BeNumerically("<=", maxReservations), "the list grew past its bound")
-		Expect(q.Status.FoldedReservations).NotTo(BeNil(), "the burst went past the bound: the oldest were folded")
-		Expect(int(q.Status.FoldedReservations.Count)+len(q.Status.Reservations)).To(Equal(admitted), "one charge per admission, folded or listed")
-		Expect(q.Status.Reserved.Cpu().MilliValue()).To(Equal(truth), "reserved charges every admission, no more")
+		Expect(stored.FoldedReservations).NotTo(BeNil(), "the burst went past the bound: the oldest were folded")
+		Expect(int(stored.FoldedReservations.Count)+len(stored.Reservations)).To(Equal(admitted), "one charge per admission, folded or listed")
+		Expect(reservedCPU(q)).To(Equal(truth), "reserved charges every admission, no more")
 		Expect(q.Status.Used.Cpu().IsZero()).To(BeTrue(), "nothing observed while the controller is away")
 		AddReportEntry("burst", fmt.Sprintf("%d placements by %d writers in %s: %d admitted, %d QuotaExceeded, 0 other errors; "+
-			"at most %d reservations listed (bound %d), %d folded; largest quota object %d bytes over %d samples",
+			"at most %d reservations listed (bound %d), %d folded; largest ledger object %d bytes over %d samples",
 			placements, writers, burst.Round(time.Millisecond), admitted, exceeded, longestList, maxReservations,
-			q.Status.FoldedReservations.Count, largestQ, samples))
+			stored.FoldedReservations.Count, largestQ, samples))
 
 		// The controller comes back: it settles what it observes at once, and keeps the folded sum until the last
 		// folded write can no longer happen.
@@ -119,20 +121,21 @@ var _ = Describe("A burst while the controller is away", func() {
 		Eventually(func(g Gomega) {
 			q := getQuota(ns, "team")
 			g.Expect(q.Status.Used.Cpu().MilliValue()).To(Equal(truth))
-			g.Expect(q.Status.Reservations).To(BeEmpty())
+			g.Expect(getLedger(ns, "team").Reservations).To(BeEmpty())
 		}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 		settled := time.Since(back)
-		q = getQuota(ns, "team")
-		Expect(q.Status.FoldedReservations).NotTo(BeNil(), "the folded sum is kept until it expires")
-		Expect(q.Status.Reserved.Cpu().MilliValue()).To(Equal(q.Status.FoldedReservations.Reserved.Cpu().MilliValue()))
+		stored = getLedger(ns, "team")
+		Expect(stored.FoldedReservations).NotTo(BeNil(), "the folded sum is kept until it expires")
+		Eventually(func() int64 { return getQuota(ns, "team").Status.Reserved.Cpu().MilliValue() }).
+			Should(Equal(stored.FoldedReservations.Reserved.Cpu().MilliValue()), "status shows the folded sum reserved")
 		// While it is kept, the folded writes are charged twice, in used and folded: a placement that would fit
 		// is refused, never one that does not.
-		expires := q.Status.FoldedReservations.ExpirationTime.Time
+		expires := stored.FoldedReservations.ExpirationTime.Time
 
 		clock.SetTime(expires.Add(time.Second))
 		Eventually(func(g Gomega) {
 			q := getQuota(ns, "team")
-			g.Expect(q.Status.FoldedReservations).To(BeNil())
+			g.Expect(getLedger(ns, "team").FoldedReservations).To(BeNil())
 			g.Expect(q.Status.Reserved.Cpu().IsZero()).To(BeTrue())
 			g.Expect(q.Status.Used.Cpu().MilliValue()).To(Equal(truth))
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
@@ -156,6 +159,22 @@ func newNamespace() string {
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
 	return ns.Name
+}
+
+// getLedger reads the quota's ledger object, where the webhook lists its reservations.
+func getLedger(ns, name string) *quotav1alpha1.KarmadaQuotaLedger {
+	GinkgoHelper()
+	stored, err := framework.Ledger(ctx, k8s, ns, name)
+	Expect(err).NotTo(HaveOccurred())
+	return stored
+}
+
+// reservedCPU is the millicores q holds reserved, from its ledger.
+func reservedCPU(q *quotav1alpha1.KarmadaQuota) int64 {
+	GinkgoHelper()
+	reserved, err := framework.Reserved(ctx, k8s, q)
+	Expect(err).NotTo(HaveOccurred())
+	return reserved.Cpu().MilliValue()
 }
 
 func getQuota(ns, name string) *quotav1alpha1.KarmadaQuota {

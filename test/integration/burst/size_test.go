@@ -24,14 +24,14 @@ import (
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
-// The probe is the KarmadaQuota schema without the bound on status.reservations, under another name, so that the
-// apiserver's own limit can be found: the size of a quota before the bound existed.
+// The probe is the KarmadaQuotaLedger schema without the bound on reservations, under another name, so that the
+// apiserver's own limit can be found: the size of a ledger without the bound.
 const (
 	probeGroup = "probe.quota.karmada.io"
-	probeKind  = "KarmadaQuotaProbe"
+	probeKind  = "KarmadaQuotaLedgerProbe"
 )
 
-var _ = Describe("The size of a quota's status", func() {
+var _ = Describe("The size of a quota's ledger", func() {
 	It("stays well below what the apiserver stores, with the list at its bound", func() {
 		installProbe()
 		ns := newNamespace()
@@ -51,7 +51,8 @@ var _ = Describe("The size of a quota's status", func() {
 			return len(raw) + 1 // and its comma
 		}
 
-		// The longest list of typical reservations the apiserver stores, by bisection, and what it answers past it.
+		// The longest list of typical reservations the apiserver stores in one ledger, by bisection, and what it
+		// answers past it.
 		stored, refusal := 0, ""
 		lo, hi := 1000, 20000
 		for lo+1 < hi {
@@ -72,8 +73,8 @@ var _ = Describe("The size of a quota's status", func() {
 		Expect(boundBytes).To(BeNumerically("<", limitBytes/2),
 			"%d reservations of the largest kind (%d bytes) are not well below what the apiserver stores (%d bytes)", quota.MaxReservations, boundBytes, limitBytes)
 
-		AddReportEntry("status size", fmt.Sprintf("a reservation: %d bytes of JSON (binding rb-00001, cpu and memory), %d at worst "+
-			"(a 253-character name, eight resources); the apiserver stored %d typical reservations in one quota (%d bytes) and "+
+		AddReportEntry("ledger size", fmt.Sprintf("a reservation: %d bytes of JSON (binding rb-00001, cpu and memory), %d at worst "+
+			"(a 253-character name, eight resources); the apiserver stored %d typical reservations in one ledger (%d bytes) and "+
 			"refused %d: %s; the bound, %d reservations of the largest kind and a hundred member clusters: %d bytes",
 			perReservation(typical), perReservation(worst), stored, limitBytes, stored+1, oneLine(refusal), quota.MaxReservations, boundBytes))
 	})
@@ -89,63 +90,61 @@ func reservation(name string, reserved corev1.ResourceList) quotav1alpha1.Reserv
 	}
 }
 
-// installProbe installs the KarmadaQuota CRD of the chart under the probe's name, without maxItems on
-// status.reservations.
+// installProbe installs the KarmadaQuotaLedger CRD of the chart under the probe's name, without maxItems on
+// reservations.
 func installProbe() {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotas.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotaledgers.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	var crd apiextensionsv1.CustomResourceDefinition
 	Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())
-	crd.Name = "karmadaquotaprobes." + probeGroup
+	crd.Name = "karmadaquotaledgerprobes." + probeGroup
 	crd.Spec.Group = probeGroup
 	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{
-		Plural: "karmadaquotaprobes", Singular: "karmadaquotaprobe", Kind: probeKind, ListKind: probeKind + "List",
+		Plural: "karmadaquotaledgerprobes", Singular: "karmadaquotaledgerprobe", Kind: probeKind, ListKind: probeKind + "List",
 	}
 	for i := range crd.Spec.Versions {
-		status := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"]
-		reservations := status.Properties["reservations"]
+		schema := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
+		reservations := schema.Properties["reservations"]
+		Expect(reservations.MaxItems).NotTo(BeNil(), "the shipped ledger bounds its reservations")
 		reservations.MaxItems = nil
-		status.Properties["reservations"] = reservations
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = status
+		schema.Properties["reservations"] = reservations
 	}
 	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{&crd}})
 	Expect(err).NotTo(HaveOccurred())
 }
 
-// writeProbe creates or replaces probe name in ns with n reservations and as many member clusters in its status.
+// writeProbe creates or replaces probe name in ns: a ledger with n reservations, and usage observed on as many
+// member clusters.
 func writeProbe(ns, name string, n int, build func(int) quotav1alpha1.Reservation, clusters int) error {
 	GinkgoHelper()
-	q := &quotav1alpha1.KarmadaQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       quotav1alpha1.KarmadaQuotaSpec{Hard: framework.List("cpu", "100000", "memory", "1Ti")},
+	l := &quotav1alpha1.KarmadaQuotaLedger{
+		ObjectMeta:      metav1.ObjectMeta{Namespace: ns, Name: name},
+		QuotaGeneration: 7,
+		Observed:        &quotav1alpha1.LedgerObserved{Used: framework.List("cpu", "1", "memory", "1Gi")},
 	}
 	for i := range n {
-		q.Status.Reservations = append(q.Status.Reservations, build(i))
+		l.Reservations = append(l.Reservations, build(i))
 	}
+	l.ReservationCount = int32(n)
 	for i := range clusters {
-		q.Status.Clusters = append(q.Status.Clusters, quotav1alpha1.ClusterUsage{Name: fmt.Sprintf("member-%03d", i),
+		l.Observed.Clusters = append(l.Observed.Clusters, quotav1alpha1.ClusterUsed{Name: fmt.Sprintf("member-%03d", i),
 			Used: framework.List("cpu", "1500m", "requests.memory", "3Gi", "pods", "3", "nvidia.com/gpu", "2", "requests.ephemeral-storage", "10Gi", "hugepages-2Mi", "512Mi")})
 	}
-	q.Status.Used = framework.List("cpu", "1", "memory", "1Gi")
-	q.Status.Reserved = framework.List("cpu", fmt.Sprint(n), "memory", "1Gi")
-	q.Status.FoldedReservations = &quotav1alpha1.FoldedReservations{Count: 5000, Reserved: framework.List("cpu", "5000"), ExpirationTime: metav1.Now()}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(q)
+	l.FoldedReservations = &quotav1alpha1.FoldedReservations{Count: 5000, Reserved: framework.List("cpu", "5000"), ExpirationTime: metav1.Now()}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
 	Expect(err).NotTo(HaveOccurred())
 	obj := &unstructured.Unstructured{Object: content}
 	obj.SetAPIVersion(probeGroup + "/v1alpha1")
 	obj.SetKind(probeKind)
-	status := obj.Object["status"]
-	delete(obj.Object, "status")
 
 	existing := &unstructured.Unstructured{}
 	existing.SetAPIVersion(probeGroup + "/v1alpha1")
 	existing.SetKind(probeKind)
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, existing); err != nil {
-		Expect(k8s.Create(ctx, obj)).To(Succeed())
-		existing = obj
+		return k8s.Create(ctx, obj)
 	}
-	existing.Object["status"] = status
-	return k8s.Status().Update(ctx, existing)
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	return k8s.Update(ctx, obj)
 }
 
 // probeSize is the size in bytes of probe name as the apiserver returns it.

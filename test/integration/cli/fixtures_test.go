@@ -7,6 +7,7 @@ import (
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/karmada-io/karmada/pkg/util/names"
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -108,7 +109,8 @@ func createFixtures() {
 	}
 	computeStatus()
 
-	// An admission of worker's next write, not yet observed: status.reserved as the webhook writes it.
+	// An admission of worker's next write, not yet observed: in the ledger as the webhook writes it, and summed in
+	// status.reserved as the controller shows it.
 	var teamB quotav1alpha1.KarmadaQuota
 	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: "team-b", Name: "team-b"}, &teamB)).To(Succeed())
 	var worker workv1alpha2.ResourceBinding
@@ -119,6 +121,7 @@ func createFixtures() {
 		ExpirationTime: metav1.NewTime(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)),
 	}}
 	teamB.Status.Reserved = list("requests.cpu", "200m", "requests.memory", "0", "pods", "1", "services", "0")
+	moveToLedger(&teamB)
 	Expect(k8s.Status().Update(ctx, &teamB)).To(Succeed())
 
 	// Two admissions not yet observed in team-d: a write of cache's binding, and db's Work on member1, which an
@@ -145,6 +148,7 @@ func createFixtures() {
 		},
 	}
 	teamD.Status.Reserved = list("cpu", "300m", "memory", "128Mi", "pods", "1")
+	moveToLedger(&teamD)
 	Expect(k8s.Status().Update(ctx, &teamD)).To(Succeed())
 	createWorkEvents()
 
@@ -359,4 +363,15 @@ func createBinding(b *utiltesting.BindingWrapper) {
 		rb.Status.Conditions[i].ObservedGeneration = rb.Generation
 	}
 	Expect(k8s.Status().Update(ctx, rb)).To(Succeed())
+}
+
+// moveToLedger writes the reservations listed in q's status into its ledger, which the controller's recount made,
+// as the webhook would have, and leaves their sum in q's status, as the controller shows it.
+func moveToLedger(q *quotav1alpha1.KarmadaQuota) {
+	GinkgoHelper()
+	var stored quotav1alpha1.KarmadaQuotaLedger
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: q.Namespace, Name: q.Name}, &stored)).To(Succeed())
+	moved := utiltesting.MoveToLedger(q)
+	stored.Reservations, stored.ReservationCount = moved.Reservations, moved.ReservationCount
+	Expect(k8s.Update(ctx, &stored)).To(Succeed())
 }

@@ -67,7 +67,8 @@ var _ = Describe("What members hold, and failover, in status", func() {
 			g.Expect(m1.EvictingUntil.Time).To(BeTemporally("==", made.Add(2*time.Minute)))
 			g.Expect(clusterStatus(q, "member2").Evicting).To(BeNil())
 		}).WithTimeout(10 * time.Second).Should(Succeed())
-		Expect(scrape()).To(ContainSubstring(`karmada_quota_cluster_evicting{cluster="member1",namespace="` + ns + `",quota="team",resource="cpu"} 1`))
+		// Exported as the recount that wrote the status is recorded, a moment after the write.
+		Eventually(scrape).WithTimeout(2 * time.Second).Should(ContainSubstring(`karmada_quota_cluster_evicting{cluster="member1",namespace="` + ns + `",quota="team",resource="cpu"} 1`))
 
 		// The task ends: the evicting replicas leave the status.
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())

@@ -70,7 +70,7 @@ var _ = Describe("PriorityClass scopes on bindings that carry no class", func() 
 			Expect(cond.Status).To(Equal(metav1.ConditionFalse), name)
 			Expect(cond.Reason).To(Equal(quotav1alpha1.ReasonPriorityClassUnknown), name)
 			Expect(cond.Message).To(And(ContainSubstring("1 binding(s)"), ContainSubstring("flink (the priority class of FlinkDeployment")), name)
-			Expect(scrape()).To(ContainSubstring(`karmada_quota_bindings_unclassified{namespace="` + ns + `",quota="` + name + `"} 1`))
+			Eventually(scrape).WithTimeout(2 * time.Second).Should(ContainSubstring(`karmada_quota_bindings_unclassified{namespace="` + ns + `",quota="` + name + `"} 1`))
 		}
 		Expect(meta.FindStatusCondition(getQuota(ns, "team").Status.Conditions, quotav1alpha1.ConditionPriorityClassesKnown)).To(BeNil(),
 			"an unscoped quota needs no class")

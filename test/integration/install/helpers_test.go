@@ -34,10 +34,12 @@ import (
 
 const (
 	// release is the Helm release (and the operator's installation) name: the objects are named karmada-quota-*.
-	release  = "karmada-quota"
-	crdName  = "karmadaquotas.quota.karmada.io"
-	partOf   = "app.kubernetes.io/part-of"
-	instance = "app.kubernetes.io/instance"
+	release = "karmada-quota"
+	crdName = "karmadaquotas.quota.karmada.io"
+	// ledgerCRDName is the CRD of the quotas' ledgers, installed beside crdName.
+	ledgerCRDName = "karmadaquotaledgers.quota.karmada.io"
+	partOf        = "app.kubernetes.io/part-of"
+	instance      = "app.kubernetes.io/instance"
 )
 
 // newHostNamespace is a fresh release namespace in the host. envtest runs no namespace controller, so it is not
@@ -57,7 +59,8 @@ func renderChart(namespace string, values map[string]any) *render.Installation {
 	return in
 }
 
-// observation is what an Installer reported applying, and whether the CRD was established at that moment.
+// observation is what an Installer reported applying, and whether every CRD applied before it (karmada-quota's
+// CRDs: quotas and their ledgers) was established at that moment.
 type observation struct {
 	InKarmada      bool
 	Kind, Name     string
@@ -92,13 +95,21 @@ func newInstaller(in *render.Installation) (*install.Installer, *observations) {
 		Host: hostPlane.client, Karmada: access.Client, KarmadaCluster: access.Cluster,
 		Config: in.Config, Objects: in.Karmada, Certificates: certificates, Log: GinkgoLogr,
 	}
+	var appliedCRDs []string
 	installer.Observe = func(inKarmada bool, obj *unstructured.Unstructured, change install.Change) {
-		o := observation{InKarmada: inKarmada, Kind: obj.GetKind(), Name: obj.GetName(), Change: change}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := karmadaPlane.client.Get(ctx, client.ObjectKey{Name: crdName}, &crd); err == nil {
-			for _, c := range crd.Status.Conditions {
-				o.CRDEstablished = o.CRDEstablished || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+		o := observation{InKarmada: inKarmada, Kind: obj.GetKind(), Name: obj.GetName(), Change: change, CRDEstablished: true}
+		for _, name := range appliedCRDs {
+			var crd apiextensionsv1.CustomResourceDefinition
+			established := false
+			if err := karmadaPlane.client.Get(ctx, client.ObjectKey{Name: name}, &crd); err == nil {
+				for _, c := range crd.Status.Conditions {
+					established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+				}
 			}
+			o.CRDEstablished = o.CRDEstablished && established
+		}
+		if inKarmada && obj.GetKind() == "CustomResourceDefinition" {
+			appliedCRDs = append(appliedCRDs, obj.GetName())
 		}
 		seen.mu.Lock()
 		seen.list = append(seen.list, o)
@@ -137,9 +148,12 @@ func cleanKarmadaPlaneAfterwards() {
 			}
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}}
+		ledgerCRD := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: ledgerCRDName}}
 		Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
+		Expect(client.IgnoreNotFound(c.Delete(ctx, ledgerCRD))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(crd), crd)) &&
+				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(ledgerCRD), ledgerCRD)) &&
 				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(vwc), vwc))
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
 	})

@@ -51,6 +51,9 @@ func quotas(verb string) access {
 func quotaStatus(verb string) access {
 	return access{verb: verb, group: quotaGroup, resource: "karmadaquotas", subresource: "status", namespace: teamNamespace}
 }
+func ledgers(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "karmadaquotaledgers", namespace: teamNamespace}
+}
 func bindings(verb string) access {
 	return access{verb: verb, group: workGroup, resource: "resourcebindings", namespace: teamNamespace}
 }
@@ -92,8 +95,13 @@ var matrix = []row{
 	// Quotas: everyone reads; nobody writes them this way (as for a ResourceQuota, cluster admins set them).
 	{quotas("get"), "WCTA"}, {quotas("list"), "WCTA"}, {quotas("watch"), "WCTA"},
 	{quotas("create"), ""}, {quotas("update"), ""}, {quotas("patch"), ""}, {quotas("delete"), ""}, {quotas("deletecollection"), ""},
-	// Status: read by all; written by the webhook (reservations) and the controller (usage), by update only.
-	{quotaStatus("get"), "WCTA"}, {quotaStatus("update"), "WC"}, {quotaStatus("patch"), ""},
+	// Status: read by all; written by the controller alone, by update only (the webhook writes ledgers).
+	{quotaStatus("get"), "CTA"}, {quotaStatus("update"), "C"}, {quotaStatus("patch"), ""},
+	// Ledgers: read by all (describe lists the reservations); written by the webhook (reservations) and the
+	// controller (settling them, usage), by create and update only; deleted with their quota, by the garbage
+	// collector.
+	{ledgers("get"), "WCTA"}, {ledgers("list"), "WCTA"}, {ledgers("watch"), "WCTA"},
+	{ledgers("create"), "WC"}, {ledgers("update"), "WC"}, {ledgers("patch"), ""}, {ledgers("delete"), ""},
 	// Bindings: the webhook reads one; the controller watches them all and patches (requeue); teams read.
 	{bindings("get"), "WCTA"}, {bindings("list"), "CTA"}, {bindings("watch"), "CTA"},
 	{bindings("patch"), "C"}, {bindings("update"), ""}, {bindings("create"), ""}, {bindings("delete"), ""},

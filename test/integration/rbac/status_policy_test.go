@@ -13,6 +13,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -26,8 +27,8 @@ var _ = Describe("Writing a quota's status", func() {
 	BeforeEach(func() {
 		role := &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "quota-status-editor"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{quotaGroup}, Resources: []string{"karmadaquotas", "karmadaquotas/status"},
-				Verbs: []string{"get", "list", "update", "patch"}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{quotaGroup}, Resources: []string{"karmadaquotas", "karmadaquotas/status", "karmadaquotaledgers"},
+				Verbs: []string{"get", "list", "create", "update", "patch"}}},
 		}
 		binding := &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "quota-status-editor"},
@@ -57,6 +58,17 @@ var _ = Describe("Writing a quota's status", func() {
 			current.Status.Reservations = nil
 			return c.Status().Update(ctx, &current)
 		}
+		// freeLedger drops the reservations from the quota's ledger, where the webhook lists them.
+		ledger := utiltesting.MoveToLedger(q.DeepCopy())
+		Expect(as(webhookIdentity).Create(ctx, ledger)).To(Succeed(), "the webhook makes a quota's ledger")
+		freeLedger := func(c client.Client) error {
+			var current quotav1alpha1.KarmadaQuotaLedger
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ledger), &current); err != nil {
+				return err
+			}
+			current.Reservations, current.Observed = nil, &quotav1alpha1.LedgerObserved{Used: framework.List("cpu", "0")}
+			return c.Update(ctx, &current)
+		}
 		freeQuotaByPatch := func(c client.Client) error {
 			patch := []byte(`{"status":{"used":{"cpu":"0"}}}`)
 			return c.Status().Patch(ctx, q.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))
@@ -72,11 +84,14 @@ var _ = Describe("Writing a quota's status", func() {
 					ContainSubstring("only karmada-quota's service accounts write the status of a KarmadaQuota"),
 					ContainSubstring("not "+s.user)))), s.name)
 			Expect(apierrors.IsForbidden(freeQuotaByPatch(c))).To(BeTrue(), "%s by patch", s.name)
+			Expect(freeLedger(c)).To(And(WithTransform(apierrors.IsForbidden, BeTrue()),
+				MatchError(ContainSubstring("not "+s.user))), "%s, the ledger", s.name)
 		}
 
 		By("karmada-quota's own identities write it")
+		Expect(freeQuota(as(controllerIdentity))).To(Succeed(), "the controller writes status")
 		for _, s := range []subject{webhookIdentity, controllerIdentity} {
-			Expect(freeQuota(as(s))).To(Succeed(), s.name)
+			Expect(freeLedger(as(s))).To(Succeed(), "%s, the ledger", s.name)
 		}
 
 		By("the spec stays writable by whoever RBAC allows")

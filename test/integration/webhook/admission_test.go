@@ -47,8 +47,8 @@ var _ = Describe("ResourceBinding admission", func() {
 		q = getQuota(ns, "team")
 		Expect(reservationsOf(q, rb)).To(HaveKeyWithValue(int64(2), equalQuantities(list("cpu", "1", "requests.memory", "2Gi", "pods", "2"))),
 			"the reservation is keyed by the generation the admitted write produced: the webhook saw the bumped generation")
-		Expect(q.Status.Reserved).To(equalQuantities(list("cpu", "1", "requests.memory", "2Gi", "pods", "2", "count/deployments.apps", "1")))
-		for _, r := range q.Status.Reservations {
+		Expect(reservedOf(q)).To(equalQuantities(list("cpu", "1", "requests.memory", "2Gi", "pods", "2", "count/deployments.apps", "1")))
+		for _, r := range getLedger(q.Namespace, q.Name).Reservations {
 			Expect(r.ReservedBy).To(Equal(quotav1alpha1.ReservationOwner{
 				APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: "web", UID: rb.UID,
 			}))
@@ -95,6 +95,29 @@ var _ = Describe("ResourceBinding admission", func() {
 		rb.Labels = map[string]string{"touched": "yes"}
 		Expect(k8s.Update(ctx, rb)).To(Succeed(), "an unrelated change is always admitted")
 		expectQuotaExceeded(place(rb, cluster("member1", 2), cluster("member2", 2)))
+	})
+
+	It("decides every write after a change of hard on the new hard, however far behind the webhook's informer is", func() {
+		// The webhook decides on the quota its informer holds and writes only the ledger; the quota webhook fences
+		// the ledger at the new generation before the change is stored, so a decision on the old hard cannot land.
+		ns := newNamespace()
+		q := createQuota(quota(ns, "team", list("cpu", "4")))
+		rb := mustCreateBinding(utiltesting.MakeBinding(ns, "web").Requests(requests("1", "")))
+		Expect(place(rb, cluster("member1", 1))).To(Succeed(), "the ledger exists from the first admission")
+		replicas := int32(1)
+		for round := 0; round < 10; round++ {
+			q = getQuota(ns, q.Name)
+			q.Spec.Hard = list("cpu", fmt.Sprint(replicas))
+			Expect(k8s.Update(ctx, q)).To(Succeed(), "hard lowered to what is placed")
+			expectQuotaExceeded(place(rb, cluster("member1", replicas+1)))
+
+			q = getQuota(ns, q.Name)
+			q.Spec.Hard = list("cpu", fmt.Sprint(replicas+1))
+			Expect(k8s.Update(ctx, q)).To(Succeed(), "hard raised by one replica")
+			Expect(place(rb, cluster("member1", replicas+1))).To(Succeed(), "round %d: the raised hard holds at once", round)
+			replicas++
+		}
+		Expect(getLedger(ns, q.Name).QuotaGeneration).To(Equal(getQuota(ns, q.Name).Generation), "the ledger is fenced at the last spec")
 	})
 
 	It("is all or nothing across the namespace's quotas", func() {
@@ -206,11 +229,11 @@ var _ = Describe("ResourceBinding admission", func() {
 var _ = Describe("Failing closed", func() {
 	// A replica whose credentials may do only some of what admission needs, registered for one namespace.
 	DescribeTable("refuses a binding write when its quotas cannot be read or written",
-		func(user string, verbs []string, statusVerbs []string, wantMessage string) {
+		func(user string, verbs []string, ledgerVerbs []string, wantMessage string) {
 			ns := newNamespace("quota-test", user)
 			// The object count makes every create write a reservation.
 			createQuota(quota(ns, "team", list("cpu", "10", "count/deployments.apps", "10")))
-			grant(user, verbs, statusVerbs)
+			grant(user, verbs, ledgerVerbs)
 			partial, err := testEnv.AddUser(envtest.User{Name: user}, cfg)
 			Expect(err).NotTo(HaveOccurred())
 			replica, err := framework.StartWebhooks(ctx, partial.Config(), k8s, 1, nil, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
@@ -231,12 +254,6 @@ var _ = Describe("Failing closed", func() {
 			attempt := 0
 			Eventually(func() error {
 				attempt++
-				// Another writer moves the quota on before every write, as the controller does. A replica decides on
-				// its informer's copy, loses the compare-and-swap when that is stale, and must then read the quota
-				// from the apiserver.
-				q := getQuota(ns, "team")
-				q.Status.Summary = fmt.Sprintf("moved on %d", attempt)
-				Expect(k8s.Status().Update(ctx, q)).To(Succeed())
 				rb, err = createBinding(utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", attempt)).Requests(requests("100m", "")))
 				return err
 			}).WithTimeout(10*time.Second).Should(MatchError(And(ContainSubstring("fail closed"), ContainSubstring(wantMessage))),
@@ -244,25 +261,27 @@ var _ = Describe("Failing closed", func() {
 			Expect(apierrors.IsInternalError(err)).To(BeTrue(), "%v", err)
 			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(rb), &workv1alpha2.ResourceBinding{}))).To(BeTrue())
 		},
-		// Without watch, the replica's informer holds the quota as first listed: every write loses the race and
-		// reads the quota again, which this replica may not.
-		Entry("cannot be read", "cannot-get", []string{"list"}, []string{"update"}, `cannot get resource "karmadaquotas"`),
-		Entry("cannot be written", "cannot-write", []string{"get", "list", "watch"}, nil, `cannot update resource "karmadaquotas/status"`),
+		// Without watch, the replica's informer holds the ledgers as first listed: none, while the suite's replicas
+		// made this quota's at the first write. Its own write loses the race (the ledger exists), and it must then
+		// read the ledger from the apiserver, which it may not.
+		Entry("cannot be read", "cannot-get", []string{"get", "list", "watch"}, []string{"list", "create", "update"},
+			`cannot get resource "karmadaquotaledgers"`),
+		Entry("cannot be written", "cannot-write", []string{"get", "list", "watch"}, []string{"get", "list", "watch"},
+			`resource "karmadaquotaledgers"`),
 	)
 })
 
-// grant gives user the verbs on karmadaquotas and on their status, cluster-wide.
-func grant(user string, verbs, statusVerbs []string) {
+// grant gives user the verbs on karmadaquotas and on their ledgers, cluster-wide. (A replica that may not list and
+// watch both never syncs its informers: it is never ready, and is not one of these cases.)
+func grant(user string, verbs, ledgerVerbs []string) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "quota-" + user},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotas"}, Verbs: verbs},
+			{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotaledgers"}, Verbs: ledgerVerbs},
 			// What the replica needs besides, as installed: member clusters' labels, for the quotas' cluster groups.
 			{APIGroups: []string{"cluster.karmada.io"}, Resources: []string{"clusters"}, Verbs: []string{"list", "watch"}},
 		},
-	}
-	if len(statusVerbs) > 0 {
-		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotas/status"}, Verbs: statusVerbs})
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "quota-" + user},

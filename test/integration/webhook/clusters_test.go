@@ -96,7 +96,7 @@ var _ = Describe("Cluster and group limits", func() {
 		Expect(exceeded).To(Equal(writers - 4))
 		q := getQuota(ns, "team")
 		var onMember1 int64
-		for _, r := range q.Status.Reservations {
+		for _, r := range getLedger(q.Namespace, q.Name).Reservations {
 			for _, c := range r.Clusters {
 				if c.Name == "member1" {
 					onMember1 += c.Reserved.Cpu().MilliValue()

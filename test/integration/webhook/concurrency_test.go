@@ -67,7 +67,7 @@ var _ = Describe("Idempotent admission", func() {
 		for gen := int64(2); gen <= scaleUps+1; gen++ {
 			Expect(reservations).To(HaveKeyWithValue(gen, equalQuantities(list("cpu", "100m"))), "generation %d", gen)
 		}
-		Expect(q.Status.Reserved).To(equalQuantities(list("cpu", fmt.Sprintf("%dm", 100*scaleUps))), "retried writes were charged twice")
+		Expect(reservedOf(q)).To(equalQuantities(list("cpu", fmt.Sprintf("%dm", 100*scaleUps))), "retried writes were charged twice")
 	})
 })
 
@@ -125,7 +125,8 @@ var _ = Describe("Concurrent admission", func() {
 		Expect(exceeded).To(Equal(writers / 2))
 
 		q := getQuota(ns, "team")
-		Expect(q.Status.Reserved.Cpu().Cmp(resource.MustParse(fmt.Sprint(writers/2)))).To(Equal(0), "reserved %s", q.Status.Reserved.Cpu())
+		reserved := reservedOf(q)
+		Expect(reserved.Cpu().Cmp(resource.MustParse(fmt.Sprint(writers/2)))).To(Equal(0), "reserved %s", reserved.Cpu())
 		var placed int
 		for _, rb := range bindings {
 			var back workv1alpha2.ResourceBinding
@@ -149,7 +150,7 @@ var _ = Describe("Concurrent admission", func() {
 		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 		report, _ := json.Marshal(map[string]any{
 			"writers": writers, "admitted": admitted, "quotaExceeded": exceeded, "otherErrors": len(others),
-			"reservedCPU": q.Status.Reserved.Cpu().String(), "hardCPU": writers / 2,
+			"reservedCPU": reserved.Cpu().String(), "hardCPU": writers / 2,
 			"batches": batches.count - batchesBefore.count, "batchesOfMoreThanOne": multi,
 			"placementP50": percentile(latencies, 50).String(), "placementP99": percentile(latencies, 99).String(),
 			"callsPerReplica":          calls,

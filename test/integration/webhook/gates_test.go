@@ -91,7 +91,7 @@ var _ = Describe("The Work and resource template gates", func() {
 	workReservations := func() map[string]corev1.ResourceList {
 		GinkgoHelper()
 		out := map[string]corev1.ResourceList{}
-		for _, r := range getQuota(ns, "team").Status.Reservations {
+		for _, r := range getLedger(ns, "team").Reservations {
 			if r.ReservedBy.Kind == "Work" {
 				out[fmt.Sprintf("%s/%s@%d", r.ReservedBy.Namespace, r.ReservedBy.Name, r.Generation)] = r.Reserved
 			}

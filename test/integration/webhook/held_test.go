@@ -108,7 +108,7 @@ var _ = Describe("What members hold, and failover", func() {
 		Expect(k8s.Create(ctx, w)).To(Succeed(), "the claim its binding placed on member1")
 		workReservations := func() int {
 			n := 0
-			for _, r := range getQuota(ns, "team").Status.Reservations {
+			for _, r := range getLedger(ns, "team").Reservations {
 				if r.ReservedBy.Kind == "Work" {
 					n++
 				}

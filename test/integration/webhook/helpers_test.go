@@ -89,10 +89,27 @@ func expectQuotaExceeded(err error) *apierrors.StatusError {
 	return statusErr
 }
 
+// getLedger reads a quota's ledger object (empty when there is none): the webhook's reservations are there.
+func getLedger(ns, name string) *quotav1alpha1.KarmadaQuotaLedger {
+	GinkgoHelper()
+	stored, err := framework.Ledger(ctx, k8s, ns, name)
+	Expect(err).NotTo(HaveOccurred())
+	return stored
+}
+
+// reservedOf is what q holds reserved, from its ledger.
+func reservedOf(q *quotav1alpha1.KarmadaQuota) corev1.ResourceList {
+	GinkgoHelper()
+	reserved, err := framework.Reserved(ctx, k8s, q)
+	Expect(err).NotTo(HaveOccurred())
+	return reserved
+}
+
 // reservationsOf returns the quota's reservations for one binding, keyed by generation.
 func reservationsOf(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) map[int64]corev1.ResourceList {
+	GinkgoHelper()
 	out := map[int64]corev1.ResourceList{}
-	for _, r := range q.Status.Reservations {
+	for _, r := range getLedger(q.Namespace, q.Name).Reservations {
 		if r.ReservedBy.UID == rb.UID {
 			Expect(out).NotTo(HaveKey(r.Generation), "two reservations for one key")
 			out[r.Generation] = r.Reserved

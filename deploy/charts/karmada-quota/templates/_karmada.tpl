@@ -79,9 +79,11 @@ subjects:
 {{- $writers = append $writers (printf "system:serviceaccount:%s:%s" $ns (include "karmada-quota.karmadaServiceAccount" $component)) }}
 {{- end }}
 ---
-# Only karmada-quota's own identities write a quota's status, whatever RBAC grants: a status edited by anyone else
-# could free quota (drop reservations, lower used). Enforced by the karmada-apiserver itself (CEL), so admission of
-# the webhook's own reservation writes costs nothing. With leastPrivilegeIdentities off the components run with the
+# Only karmada-quota's own identities write a quota's status and its ledger, whatever RBAC grants: either edited by
+# anyone else could free quota (drop reservations, lower used). Enforced by the karmada-apiserver itself (CEL), so
+# admission of the webhook's own reservation writes costs nothing. (Deleting a ledger is left to the garbage
+# collector and admins: the controller writes it again from a recount, and the reservations it listed are lost,
+# as they would be to an admin editing status.) With leastPrivilegeIdentities off the components run with the
 # admin kubeconfig, cannot be told apart from an admin, and this policy is not installed.
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -97,11 +99,16 @@ spec:
         apiVersions: ["*"]
         operations: [UPDATE]
         resources: [karmadaquotas/status]
+      - apiGroups: [quota.karmada.io]
+        apiVersions: ["*"]
+        operations: [CREATE, UPDATE]
+        resources: [karmadaquotaledgers]
   validations:
     - expression: {{ printf "request.userInfo.username in %s" (toJson $writers) | quote }}
       messageExpression: >-
-        "only karmada-quota's service accounts write the status of a KarmadaQuota (usage is recounted from the
-        ResourceBindings, reservations are settled by its controller), not " + request.userInfo.username
+        "only karmada-quota's service accounts write the status of a KarmadaQuota and its KarmadaQuotaLedger (usage
+        is recounted from the ResourceBindings, reservations are settled by its controller), not " +
+        request.userInfo.username
       reason: Forbidden
 ---
 apiVersion: admissionregistration.k8s.io/v1
@@ -191,8 +198,9 @@ metadata:
     rbac.authorization.k8s.io/aggregate-to-edit: "true"
     rbac.authorization.k8s.io/aggregate-to-admin: "true"
 rules:
+  # The ledgers list the reservations one by one (`kubectl karmada quota describe`).
   - apiGroups: [quota.karmada.io]
-    resources: [karmadaquotas, karmadaquotas/status]
+    resources: [karmadaquotas, karmadaquotas/status, karmadaquotaledgers]
     verbs: [get, list, watch]
 {{- if .Values.businessRoles.readResourceBindings }}
 ---

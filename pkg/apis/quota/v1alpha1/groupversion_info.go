@@ -17,5 +17,5 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&KarmadaQuota{}, &KarmadaQuotaList{})
+	SchemeBuilder.Register(&KarmadaQuota{}, &KarmadaQuotaList{}, &KarmadaQuotaLedger{}, &KarmadaQuotaLedgerList{})
 }

@@ -141,19 +141,18 @@ type KarmadaQuotaStatus struct {
 	// +optional
 	Reserved corev1.ResourceList `json:"reserved,omitempty"`
 
-	// Reservations are the admissions the controller has not yet observed. The webhook adds them with a
-	// compare-and-swap status write; only the controller removes them. The list holds at most 250 entries
-	// (MaxReservations in pkg/quota): beyond that the oldest are folded into foldedReservations, so that the object
-	// stays small, and far below what the apiserver stores, however long the controller is away.
+	// Reservations held the admissions the controller had not observed yet in releases before KarmadaQuotaLedger
+	// (they are in the quota's ledger now). Those left here when such a release was upgraded still count, until the
+	// controller moves them into the ledger; the schema takes no new ones (maxItems 0), so that a webhook replica
+	// of such a release, still running during the rollout, fails closed instead of admitting beside this one on a
+	// count that misses the ledger's reservations.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=250
+	// +kubebuilder:validation:MaxItems=0
 	Reservations []Reservation `json:"reservations,omitempty"`
 
-	// FoldedReservations is the sum of the reservations folded out of the list once it reached its bound. It
-	// charges the quota until it expires: by then every folded write has either been observed, and is counted in
-	// used, or can no longer happen. Until then a folded write is charged twice (in used once observed, and here),
-	// which can refuse a write that fits but never admits one that does not.
+	// FoldedReservations is the sum of the reservations a release before KarmadaQuotaLedger folded out of its list
+	// once it reached its bound; it charges the quota until it expires, and is then dropped.
 	// +optional
 	FoldedReservations *FoldedReservations `json:"foldedReservations,omitempty"`
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
 )
@@ -36,13 +37,13 @@ const statusWriters = 64
 // tracking the schema costs from what writing an object of that size costs.
 const schemalessGroup = "schemaless.bench.karmada.io"
 
-// BenchmarkStatusWrite measures the kube-apiserver CPU one write costs: a quota status write, which the webhook
-// makes per admission that adds usage and the controller per settle, against a placement (the scheduler's
-// ResourceBinding patch, with no webhook), each by 64 concurrent writers on objects of their own. The status is
-// the one the spread workload writes (three reservations, two clusters, a condition, two field managers); then
-// the same with limits on both members and their group, the same written under one field manager name instead of
-// the webhook's and the controller's, the same bytes without a status schema, and a status of hard and used alone.
-// `make bench-status-write` runs it.
+// BenchmarkStatusWrite measures the kube-apiserver CPU one write costs, against a placement (the scheduler's
+// ResourceBinding patch, with no webhook), each by 64 concurrent writers on objects of their own: a quota's ledger,
+// which the webhook writes per admission that adds usage and the controller per settle (three reservations, usage
+// observed), without and with limits on both members and their group; and a quota's status as the controller
+// writes it at most once per status interval (the spread workload's: used and reserved in all and on two members,
+// a condition, two field managers), the same with limits on members, under one field manager name, without a
+// status schema, and a status of hard and used alone. `make bench-status-write` runs it.
 func BenchmarkStatusWrite(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -106,7 +107,7 @@ func BenchmarkStatusWrite(b *testing.B) {
 			must(b, cp.Client.Create(ctx, u))
 			q.Status = spreadStatus(q.Spec.Hard, shape.full, now)
 			if shape.clusterLimits {
-				q.Status = clusterLimitedStatus(q.Status, now)
+				q.Status = clusterLimitedStatus(q.Status)
 			}
 			must(b, unstructured.SetNestedField(u.Object, toUnstructured(b, q, shape.group).Object["status"], "status"))
 			must(b, cp.Client.Status().Update(ctx, u, client.FieldOwner(shape.owners[len(shape.owners)-1])))
@@ -119,15 +120,10 @@ func BenchmarkStatusWrite(b *testing.B) {
 				if err := apiruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, q); err != nil {
 					return err
 				}
-				// What each write changes: one reservation settled and one added (full), or used (hard and used).
+				// What each write changes: the counts, as a recount moves them.
+				q.Status.Used = utiltesting.List("cpu", fmt.Sprint(n%100), "memory", "1Gi")
 				if shape.full {
-					r := reservation(n, now)
-					if shape.clusterLimits {
-						r.Clusters = reservedOnClusters
-					}
-					q.Status.Reservations = append(q.Status.Reservations[1:], r)
-				} else {
-					q.Status.Used = utiltesting.List("cpu", fmt.Sprint(n%100), "memory", "1Gi")
+					q.Status.Reserved = utiltesting.List("cpu", fmt.Sprint(n%7), "memory", "384Mi")
 				}
 				m, err := apiruntime.DefaultUnstructuredConverter.ToUnstructured(q)
 				if err != nil {
@@ -145,6 +141,64 @@ func BenchmarkStatusWrite(b *testing.B) {
 			b.ReportMetric(float64(len(raw)), "object-bytes")
 		})
 	}
+
+	// What an admission writes since the reservations moved out of the quota: its ledger, as spread leaves it
+	// (three reservations, usage observed), one reservation replaced per write, alternately by the webhook and the
+	// controller; then with limits on both members and their group (each reservation split by cluster, usage
+	// observed on each member).
+	for k, clusterLimits := range []bool{false, true} {
+		name := "ledger"
+		if clusterLimits {
+			name = "ledger with cluster limits"
+		}
+		ledgers := make([]*quotav1alpha1.KarmadaQuotaLedger, statusWriters)
+		for i := range ledgers {
+			q := testenv.Quota(namespace(ctx, b, cp, "status", i), fmt.Sprintf("ledger-%d", k), utiltesting.List("cpu", "100", "memory", "100Gi"))
+			if clusterLimits {
+				limitClusters(q)
+			}
+			must(b, cp.Client.Create(ctx, q))
+			l := spreadLedger(q, now, clusterLimits)
+			must(b, cp.Client.Create(ctx, l, client.FieldOwner(bothWriters[1])))
+			ledgers[i] = l
+		}
+		b.Run(name, func(b *testing.B) {
+			measure(b, cp, func(i, n int) error {
+				l := ledgers[i]
+				r := reservation(n, now)
+				if clusterLimits {
+					r.Clusters = reservedOnClusters
+				}
+				l.Reservations = append(l.Reservations[1:], r)
+				return cp.Client.Update(ctx, l, client.FieldOwner(bothWriters[n%len(bothWriters)]))
+			})
+			raw, err := json.Marshal(ledgers[0])
+			must(b, err)
+			b.ReportMetric(float64(len(raw)), "object-bytes")
+		})
+	}
+}
+
+// spreadLedger is q's ledger as the spread workload leaves it between writes: usage observed, three reservations
+// the controller has not settled yet; with clusterLimits, split by member.
+func spreadLedger(q *quotav1alpha1.KarmadaQuota, now metav1.Time, clusterLimits bool) *quotav1alpha1.KarmadaQuotaLedger {
+	l := &quotav1alpha1.KarmadaQuotaLedger{
+		ObjectMeta:      metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, OwnerReferences: quota.LedgerOwner(q)},
+		QuotaGeneration: q.Generation,
+		Observed:        &quotav1alpha1.LedgerObserved{Used: utiltesting.List("cpu", "30", "memory", "30Gi")},
+		Reservations:    []quotav1alpha1.Reservation{reservation(-1, now), reservation(-2, now), reservation(-3, now)},
+	}
+	if clusterLimits {
+		for i := range l.Reservations {
+			l.Reservations[i].Clusters = reservedOnClusters
+		}
+		l.Observed.Clusters = []quotav1alpha1.ClusterUsed{
+			{Name: "member1", Used: utiltesting.List("cpu", "15", "memory", "15Gi")},
+			{Name: "member2", Used: utiltesting.List("cpu", "15", "memory", "15Gi")},
+		}
+	}
+	l.ReservationCount = int32(len(l.Reservations))
+	return l
 }
 
 // measure runs b.N writes by statusWriters concurrent writers, writer i on object i, and reports the CPU
@@ -181,8 +235,8 @@ func measure(b *testing.B, cp *ControlPlane, write func(i, n int) error) {
 	b.ReportMetric((etcdAfter-etcdBefore)*1000/float64(b.N), "etcd-ms/op")
 }
 
-// spreadStatus is a status as the spread workload leaves it between writes: reservations the controller has not
-// settled yet, usage on two members, Ready; or, without full, hard and used alone.
+// spreadStatus is a status as the controller writes it in the spread workload: usage and what is reserved, in all
+// and on two members, Ready; or, without full, hard and used alone.
 func spreadStatus(hard corev1.ResourceList, full bool, now metav1.Time) quotav1alpha1.KarmadaQuotaStatus {
 	used := utiltesting.List("cpu", "30", "memory", "30Gi")
 	if !full {
@@ -193,7 +247,6 @@ func spreadStatus(hard corev1.ResourceList, full bool, now metav1.Time) quotav1a
 		Hard:               hard,
 		Used:               used,
 		Reserved:           utiltesting.List("cpu", "3", "memory", "384Mi"),
-		Reservations:       []quotav1alpha1.Reservation{reservation(-1, now), reservation(-2, now), reservation(-3, now)},
 		Clusters: []quotav1alpha1.ClusterUsage{
 			{Name: "member1", Used: utiltesting.List("cpu", "15", "memory", "15Gi")},
 			{Name: "member2", Used: utiltesting.List("cpu", "15", "memory", "15Gi")},
@@ -219,12 +272,9 @@ var reservedOnClusters = []quotav1alpha1.ClusterReservation{
 	{Name: "member2", Reserved: utiltesting.List("cpu", "500m", "memory", "64Mi")},
 }
 
-// clusterLimitedStatus is the spread status of a quota with limits on both members and their group: each
-// reservation split by cluster, each cluster's and the group's hard, used and reserved.
-func clusterLimitedStatus(status quotav1alpha1.KarmadaQuotaStatus, now metav1.Time) quotav1alpha1.KarmadaQuotaStatus {
-	for i := range status.Reservations {
-		status.Reservations[i].Clusters = reservedOnClusters
-	}
+// clusterLimitedStatus is the spread status of a quota with limits on both members and their group: each cluster's
+// and the group's hard, used and reserved.
+func clusterLimitedStatus(status quotav1alpha1.KarmadaQuotaStatus) quotav1alpha1.KarmadaQuotaStatus {
 	reserved := utiltesting.List("cpu", "1500m", "memory", "192Mi")
 	for i := range status.Clusters {
 		status.Clusters[i].Hard = utiltesting.List("cpu", "50", "memory", "50Gi")

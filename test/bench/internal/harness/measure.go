@@ -113,6 +113,9 @@ func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "karmadaquotas", "subresource": "status"}); n > 0 {
 		out = append(out, Evidence{"apiserver: mean PUT karmadaquotas/status", ms(m)})
 	}
+	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "karmadaquotaledgers", "subresource": ""}); n > 0 {
+		out = append(out, Evidence{"apiserver: mean PUT karmadaquotaledgers", ms(m)})
+	}
 	if rates := requestRates(ab, aa, wall); rates != "" {
 		out = append(out, Evidence{"apiserver: requests/s", rates})
 	}
@@ -233,6 +236,9 @@ var rated = []struct{ verb, resource, subresource string }{
 	{"GET", "resourcebindings", ""},
 	{"GET", "karmadaquotas", ""},
 	{"PUT", "karmadaquotas", "status"},
+	{"GET", "karmadaquotaledgers", ""},
+	{"POST", "karmadaquotaledgers", ""},
+	{"PUT", "karmadaquotaledgers", ""},
 	{"PUT", "federatedresourcequotas", "status"},
 }
 

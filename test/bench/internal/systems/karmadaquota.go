@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controllerapp "github.com/karmada-quota/karmada-quota/cmd/quota-controller/app"
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
@@ -164,16 +165,17 @@ func (k *KarmadaQuota) Status(ctx context.Context, ns string) (Status, error) {
 	return st, errors.Join(errs...)
 }
 
-// Reservations says how many reservations the quota of namespace ns lists, and how many it holds folded.
+// Reservations says how many reservations the ledger of the quota of namespace ns lists, and how many it holds
+// folded.
 func (k *KarmadaQuota) Reservations(ctx context.Context, ns string) (listed int, folded int64, err error) {
-	var q quotav1alpha1.KarmadaQuota
-	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &q); err != nil {
-		return 0, 0, err
+	var stored quotav1alpha1.KarmadaQuotaLedger
+	if err := k.CP.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: QuotaName}, &stored); err != nil {
+		return 0, 0, client.IgnoreNotFound(err)
 	}
-	if q.Status.FoldedReservations != nil {
-		folded = q.Status.FoldedReservations.Count
+	if stored.FoldedReservations != nil {
+		folded = stored.FoldedReservations.Count
 	}
-	return len(q.Status.Reservations), folded, nil
+	return len(stored.Reservations), folded, nil
 }
 
 // ControllerWrote implements System: the controller mirrors spec.hard into status.hard; the webhook never

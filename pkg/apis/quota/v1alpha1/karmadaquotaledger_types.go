@@ -1,0 +1,80 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KarmadaQuotaLedger is what admission decides against, for the KarmadaQuota of the same name: the usage the
+// controller observed and the reservations of writes it has not observed yet. karmada-quota keeps it apart from the
+// quota so that each admission compare-and-swaps only this small object, not the quota with its limits and its
+// per-cluster view; the quota's status shows what is in here, summed. karmada-quota writes it alone; it goes with
+// its quota (an owner reference).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=kqledger
+// +kubebuilder:printcolumn:name="Reservations",type=integer,JSONPath=`.reservationCount`,description="Admitted writes not yet observed"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KarmadaQuotaLedger struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// QuotaGeneration fences changes of the quota's spec: the newest generation of it an admission may decide on.
+	// The webhook raises it before a new spec is stored, so an admission deciding on an older spec than one already
+	// stored loses its compare-and-swap on this object and reads the quota again.
+	// +optional
+	QuotaGeneration int64 `json:"quotaGeneration,omitempty"`
+
+	// Observed is the usage the controller counted when it last settled the reservations; absent until it has,
+	// when the quota's own status.used and status.clusters[].used count instead.
+	// +optional
+	Observed *LedgerObserved `json:"observed,omitempty"`
+
+	// Reservations are the admissions the controller has not yet observed: added by the webhook, removed by the
+	// controller, at most 250 (beyond that the oldest are folded into foldedReservations).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=250
+	Reservations []Reservation `json:"reservations,omitempty"`
+
+	// ReservationCount is len(reservations), for the printer column.
+	// +optional
+	ReservationCount int32 `json:"reservationCount,omitempty"`
+
+	// FoldedReservations is the sum of the reservations folded out of the list once it reached its bound
+	// (KarmadaQuotaStatus.foldedReservations has the rule).
+	// +optional
+	FoldedReservations *FoldedReservations `json:"foldedReservations,omitempty"`
+}
+
+// LedgerObserved is what the controller counted, in the quota's resource names: what a decision adds to.
+type LedgerObserved struct {
+	// Used federation-wide.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// Clusters is what is used in each member cluster, for the resources a cluster or group limit counts; absent for
+	// a quota without such limits.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1024
+	Clusters []ClusterUsed `json:"clusters,omitempty"`
+}
+
+// ClusterUsed is what is used in one member cluster.
+type ClusterUsed struct {
+	// Name of the member cluster.
+	Name string `json:"name"`
+	// Used there.
+	Used corev1.ResourceList `json:"used"`
+}
+
+// KarmadaQuotaLedgerList is a list of KarmadaQuotaLedger.
+//
+// +kubebuilder:object:root=true
+type KarmadaQuotaLedgerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KarmadaQuotaLedger `json:"items"`
+}
