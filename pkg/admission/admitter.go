@@ -336,13 +336,17 @@ func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[s
 	if err != nil {
 		return nil, err
 	}
+	informed, err := known.ledgersByName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cached := known.list.Items
 	out := make([]book, 0, len(cached))
 	for i := range cached {
 		key := client.ObjectKeyFromObject(&cached[i])
 		var stored *quotav1alpha1.KarmadaQuotaLedger
-		if informed := known.ledgers[key.Name]; informed != nil {
-			stored = a.written.Newest(informed)
+		if own, ok := informed[key.Name]; ok {
+			stored = a.written.Newest(own)
 		} else if own, ok := a.written.Written(key); ok {
 			// Created by this process a moment ago, not listed yet; if it has been deleted since, its write
 			// finds out (NotFound) and the apiserver is read.

@@ -36,37 +36,41 @@ func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, erro
 		return nil, errors.New("listing quotas: the KarmadaQuota and KarmadaQuotaLedger informers have not synced " +
 			"(this replica must be able to list and watch karmadaquotas and karmadaquotaledgers)")
 	}
-	q := &Quotas{}
+	q := &Quotas{cache: r.cache, namespace: namespace}
 	// Not deep-copied: admission is the hot path, and no one changes what is read here (Admitter.write copies a
 	// ledger before it writes it).
 	if err := r.cache.List(ctx, &q.list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quotas: %w", err)
 	}
-	if len(q.list.Items) == 0 {
-		return q, nil
+	return q, nil
+}
+
+// Quotas is one read of a namespace's quotas, and of their ledgers once asked for (most binding writes are
+// answered from the quotas alone: a namespace without one, a write that grows nothing). The objects are the
+// informers' own, shared with them: read, never changed.
+type Quotas struct {
+	list      quotav1alpha1.KarmadaQuotaList
+	cache     client.Reader
+	namespace string
+	// ledgers are the ledger objects by name, listed on first use; a quota without one has no admission recorded
+	// yet.
+	ledgers map[string]*quotav1alpha1.KarmadaQuotaLedger
+}
+
+// ledgersByName lists the namespace's ledger objects, once.
+func (q *Quotas) ledgersByName(ctx context.Context) (map[string]*quotav1alpha1.KarmadaQuotaLedger, error) {
+	if q.ledgers != nil || len(q.list.Items) == 0 {
+		return q.ledgers, nil
 	}
 	var ledgers quotav1alpha1.KarmadaQuotaLedgerList
-	if err := r.cache.List(ctx, &ledgers, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := q.cache.List(ctx, &ledgers, client.InNamespace(q.namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quota ledgers: %w", err)
 	}
 	q.ledgers = make(map[string]*quotav1alpha1.KarmadaQuotaLedger, len(ledgers.Items))
 	for i := range ledgers.Items {
 		q.ledgers[ledgers.Items[i].Name] = &ledgers.Items[i]
 	}
-	return q, nil
-}
-
-// Quotas is one read of a namespace's quotas and their ledgers. The objects are the informers' own, shared with
-// them: read, never changed.
-type Quotas struct {
-	list quotav1alpha1.KarmadaQuotaList
-	// ledgers are the ledger objects by name; a quota without one has no admission recorded yet.
-	ledgers map[string]*quotav1alpha1.KarmadaQuotaLedger
-}
-
-// ledgerOf returns the ledger object of q, nil when there is none (or one of an earlier quota of the same name).
-func (q *Quotas) ledgerOf(kq *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedger {
-	return quota.LedgerOf(q.ledgers[kq.Name], kq)
+	return q.ledgers, nil
 }
 
 // Governed reports whether the namespace has any quota: a write in a namespace without one needs no decision.
@@ -98,12 +102,17 @@ func (q *Quotas) ScopedByPriorityClass() []string {
 	return scoped
 }
 
-// Ledgers parses every quota, in the order read; the first that cannot be parsed is the error (quota.NewLedger's,
-// which names it).
-func (q *Quotas) Ledgers() ([]*quota.Ledger, error) {
+// Ledgers parses every quota with its ledger object, in the order read; the first that cannot be parsed is the
+// error (quota.NewLedger's, which names it).
+func (q *Quotas) Ledgers(ctx context.Context) ([]*quota.Ledger, error) {
+	stored, err := q.ledgersByName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ledgers := make([]*quota.Ledger, len(q.list.Items))
 	for i := range q.list.Items {
-		l, err := quota.NewLedger(&q.list.Items[i], q.ledgerOf(&q.list.Items[i]))
+		kq := &q.list.Items[i]
+		l, err := quota.NewLedger(kq, quota.LedgerOf(stored[kq.Name], kq))
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +129,7 @@ func (r *QuotaReader) LedgersWith(labelsOf quota.ClusterLabels) func(ctx context
 		if err != nil {
 			return nil, err
 		}
-		ledgers, err := q.Ledgers()
+		ledgers, err := q.Ledgers(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -186,7 +186,7 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 		// An old Work no quota could count (absurd quantities, say) is taken as asking nothing.
 		was, _ = v.asks(ctx, rb, cluster, work, before)
 	}
-	ledgers, err := quotas.Ledgers()
+	ledgers, err := quotas.Ledgers(ctx)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("quotas of namespace %s cannot be enforced, so the write is refused (fail closed): %w", namespace, err))
 	}

@@ -45,18 +45,15 @@ type pacer struct {
 	// or for the backlog.
 	growthInterval time.Duration
 	backlog        int
-	now            func() time.Time
-
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	// recounts are when each quota's last recount began.
+	recounts *lastTimes
 }
 
 func newPacer(interval, growthInterval time.Duration, backlog int, now func() time.Time) *pacer {
 	if backlog <= 0 {
 		backlog = DefaultSettleBacklog
 	}
-	return &pacer{interval: interval, growthInterval: max(interval, growthInterval), backlog: backlog, now: now,
-		last: map[types.NamespacedName]time.Time{}}
+	return &pacer{interval: interval, growthInterval: max(interval, growthInterval), backlog: backlog, recounts: newLastTimes(now)}
 }
 
 // started records that a recount of key began.
@@ -64,19 +61,14 @@ func (p *pacer) started(key types.NamespacedName) {
 	if p == nil || p.interval <= 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.last[key] = p.now()
+	p.recounts.mark(key)
 }
 
 // forget drops what is known of a deleted quota.
 func (p *pacer) forget(key types.NamespacedName) {
-	if p == nil {
-		return
+	if p != nil {
+		p.recounts.forget(key)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.last, key)
 }
 
 // delay is how long a binding change should wait before it recounts key, a quota holding reservations; releases
@@ -89,13 +81,45 @@ func (p *pacer) delay(key types.NamespacedName, reservations int, releases bool)
 	if !releases {
 		interval = p.growthInterval
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.last[key]
+	return p.recounts.untilPast(key, interval)
+}
+
+// lastTimes remembers, per quota, when something last happened to it (a recount began, its status was written),
+// for the pacers that space the next one.
+type lastTimes struct {
+	now func() time.Time
+
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+func newLastTimes(now func() time.Time) *lastTimes {
+	return &lastTimes{now: now, last: map[types.NamespacedName]time.Time{}}
+}
+
+// mark records that it happened to key now.
+func (l *lastTimes) mark(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last[key] = l.now()
+}
+
+// forget drops what is known of a deleted quota.
+func (l *lastTimes) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.last, key)
+}
+
+// untilPast is how long until interval has passed since it last happened to key; 0 when it has, or never happened.
+func (l *lastTimes) untilPast(key types.NamespacedName, interval time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok := l.last[key]
 	if !ok {
 		return 0
 	}
-	return max(0, last.Add(interval).Sub(p.now()))
+	return max(0, last.Add(interval).Sub(l.now()))
 }
 
 // pacedQuotasOf enqueues every quota of a changed binding's namespace, each after the pacer's delay. A binding
@@ -152,10 +176,7 @@ func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqu
 		h.enqueue(ctx, e.ObjectNew, true, q)
 		return
 	}
-	if h.shrinks != nil && old.Generation != updated.Generation {
-		h.shrinks.observe(old, updated)
-	}
-	h.enqueue(ctx, updated, releases(old, updated), q)
+	h.enqueue(ctx, updated, h.released(old, updated), q)
 }
 
 // Delete implements handler.EventHandler: a binding gone releases what it used.
@@ -169,9 +190,13 @@ func (h pacedQuotasOf) Generic(ctx context.Context, e event.GenericEvent, q work
 	h.enqueue(ctx, e.Object, true, q)
 }
 
-// releases reports whether a binding's update lowers what it uses anywhere (usage.Releases); a binding that cannot
-// be read counts as releasing, which recounts it sooner rather than later.
-func releases(old, updated *workv1alpha2.ResourceBinding) bool {
+// released reports whether a binding's update lowers what it uses anywhere (usage.Releases), and notes a shrink on
+// a member in shrinks. Only a new generation changes what a binding uses; a binding that cannot be read counts as
+// releasing, which recounts it sooner rather than later.
+func (h pacedQuotasOf) released(old, updated *workv1alpha2.ResourceBinding) bool {
+	if old.Generation == updated.Generation {
+		return false
+	}
 	before, err := usage.Of(old)
 	if err != nil {
 		return true
@@ -179,6 +204,9 @@ func releases(old, updated *workv1alpha2.ResourceBinding) bool {
 	after, err := usage.Of(updated)
 	if err != nil {
 		return true
+	}
+	if h.shrinks != nil {
+		h.shrinks.observe(updated, before, after)
 	}
 	return usage.Releases(after, before)
 }

@@ -152,6 +152,8 @@ func TestPacedQuotasOfReleasesSooner(t *testing.T) {
 	two := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj()
 	three := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 3).Obj()
 	moved := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member2", 2).Obj()
+	// Each a spec of its own, as the apiserver numbers them.
+	two.Generation, three.Generation, moved.Generation = 1, 2, 3
 
 	for name, tc := range map[string]struct {
 		send func(workqueue.TypedRateLimitingInterface[reconcile.Request])
@@ -169,6 +171,11 @@ func TestPacedQuotasOfReleasesSooner(t *testing.T) {
 		"moved to another cluster": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Update(context.Background(), event.UpdateEvent{ObjectOld: two, ObjectNew: moved}, q)
 		}, want: time.Second},
+		"its status changed alone (same generation)": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			waiting := three.DeepCopy()
+			waiting.Status.SchedulerObservedGeneration = 7
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: three, ObjectNew: waiting}, q)
+		}, want: 5 * time.Second},
 		"deleted": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			h.Delete(context.Background(), event.DeleteEvent{Object: two}, q)
 		}, want: time.Second},

@@ -47,16 +47,9 @@ func newShrinks() *shrinks {
 
 // observe notes the member clusters an updated binding still targets (quota.Targets: the clusters whose Work the
 // recount charges) and is charged less of some resource on than before, with the resourceVersion of the update:
-// the Work view must reach it before the room counts as free.
-func (s *shrinks) observe(old, updated *workv1alpha2.ResourceBinding) {
-	before, err := usage.Of(old)
-	if err != nil {
-		return
-	}
-	after, err := usage.Of(updated)
-	if err != nil {
-		return
-	}
+// the Work view must reach it before the room counts as free. before and after are what the binding used before
+// the update and uses after it.
+func (s *shrinks) observe(updated *workv1alpha2.ResourceBinding, before, after usage.Usage) {
 	was, is := before.Charge(usage.Selector{}).Clusters, after.Charge(usage.Selector{}).Clusters
 	var shrunk []string
 	for cluster, used := range was {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
@@ -120,7 +121,7 @@ func TestShrinkWaitsForTheWorkAsItIs(t *testing.T) {
 			}
 			if tc.shrinkNoted {
 				current := f.binding(t, "web")
-				f.reconciler.shrinks.observe(grown, current)
+				f.reconciler.shrinks.observe(current, usageOf(t, grown), usageOf(t, current))
 			}
 
 			f.mustReconcile(t, "compute")
@@ -156,7 +157,7 @@ func TestShrinksNoteOnlyClustersKeptSmaller(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newShrinks()
-			s.observe(old, tc.updated)
+			s.observe(tc.updated, usageOf(t, old), usageOf(t, tc.updated))
 			got := map[string]string{}
 			for _, sh := range s.of([]workv1alpha2.ResourceBinding{*tc.updated}) {
 				got[sh.cluster] = sh.rv
@@ -166,4 +167,13 @@ func TestShrinksNoteOnlyClustersKeptSmaller(t *testing.T) {
 			}
 		})
 	}
+}
+
+func usageOf(t *testing.T, rb *workv1alpha2.ResourceBinding) usage.Usage {
+	t.Helper()
+	u, err := usage.Of(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

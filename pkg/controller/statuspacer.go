@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,14 +21,12 @@ const DefaultStatusInterval = 5 * time.Second
 // change held back is written at the end of the interval by the recount it requeues.
 type statusPacer struct {
 	interval time.Duration
-	now      func() time.Time
-
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	// writes are when each quota's status was last written.
+	writes *lastTimes
 }
 
 func newStatusPacer(interval time.Duration, now func() time.Time) *statusPacer {
-	return &statusPacer{interval: interval, now: now, last: map[types.NamespacedName]time.Time{}}
+	return &statusPacer{interval: interval, writes: newLastTimes(now)}
 }
 
 // wait is how long the write of rendered over stored, quota key's status, should wait: 0 to write it now.
@@ -37,33 +34,21 @@ func (p *statusPacer) wait(key types.NamespacedName, stored, rendered *quotav1al
 	if p == nil || p.interval <= 0 || !countsOnly(stored, rendered) {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.last[key]
-	if !ok {
-		return 0
-	}
-	return max(0, last.Add(p.interval).Sub(p.now()))
+	return p.writes.untilPast(key, p.interval)
 }
 
 // wrote records a status write of key.
 func (p *statusPacer) wrote(key types.NamespacedName) {
-	if p == nil || p.interval <= 0 {
-		return
+	if p != nil && p.interval > 0 {
+		p.writes.mark(key)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.last[key] = p.now()
 }
 
 // forget drops what is known of a deleted quota.
 func (p *statusPacer) forget(key types.NamespacedName) {
-	if p == nil {
-		return
+	if p != nil {
+		p.writes.forget(key)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.last, key)
 }
 
 // countsOnly reports whether two statuses differ in their counts alone.
