@@ -189,10 +189,10 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		r.announce(ctx, &q, members, drifted)
 	}
 	// The metrics show the recount, whether its status is written yet or not.
-	requeue := r.state.record(key, &q, status, tally.Headroom, tally.Waiting)
+	requeue := r.state.record(key, &q, status, tally.Headroom, tally.MemberRoom, tally.Waiting)
 	r.state.recordUnclassified(key, len(unclassified))
 	if requeue {
-		if err := r.requeuer.requeue(ctx, &q, tally.Headroom, tally.Waiting.Bindings); err != nil {
+		if err := r.requeuer.requeue(ctx, &q, tally.Headroom, tally.MemberRoom, tally.Waiting.Bindings); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
 		}
 	}

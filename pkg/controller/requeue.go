@@ -36,30 +36,40 @@ type requeuer struct {
 }
 
 type candidate struct {
-	rb       *workv1alpha2.ResourceBinding
-	need     resources.List
-	priority int32
+	rb            *workv1alpha2.ResourceBinding
+	need          resources.List
+	priority      int32
+	forMemberRoom bool
 }
 
-// requeue requeues as many of the bindings waiting on q as headroom can take. waiting are the recount's
-// (quota.Tally.Waiting), on this very quota only (Ledger.WaitsOn): one that needs nothing it limits waits on another
-// quota, and requeueing it here would only have it refused again.
-func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, headroom resources.List, waiting []quota.WaitingBinding) error {
+// requeue requeues as many of the bindings waiting on q as its room can take: headroom, and for a binding the
+// scheduler found no member room for, memberRoom on the resources limited on members too (quota.Tally's).
+// waiting are the recount's (quota.Tally.Waiting), on this very quota only (Ledger.WaitsOn): one that needs nothing
+// it limits waits on another quota, and requeueing it here would only have it refused again.
+func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, headroom, memberRoom resources.List, waiting []quota.WaitingBinding) error {
 	r.forgetCooledDown()
-	// A copy to promise from: the state keeps the recount's headroom, to compare the next recount's with.
-	headroom = headroom.Clone()
+	// Copies to promise from: the state keeps the recount's, to compare the next recount's with.
+	headroom, memberRoom = headroom.Clone(), memberRoom.Clone()
+	promise := func(need resources.List) {
+		headroom.Sub(need)
+		for name, v := range need {
+			if room, limited := memberRoom[name]; limited {
+				memberRoom[name] = resources.Sub(room, v)
+			}
+		}
+	}
 	var candidates []candidate
 	for _, w := range waiting {
 		if r.coolingDown(w.Binding.UID) {
 			// Requeued a moment ago and not yet placed: what it needs is promised to it, not free for the next.
-			headroom.Sub(w.Need)
+			promise(w.Need)
 			continue
 		}
 		priority := int32(0)
 		if w.Binding.Spec.SchedulePriority != nil {
 			priority = w.Binding.Spec.SchedulePriority.Priority
 		}
-		candidates = append(candidates, candidate{rb: w.Binding, need: w.Need, priority: priority})
+		candidates = append(candidates, candidate{rb: w.Binding, need: w.Need, priority: priority, forMemberRoom: w.ForMemberRoom})
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
@@ -73,7 +83,7 @@ func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, h
 	})
 	now := metav1.NewTime(r.clock.Now())
 	for _, c := range candidates {
-		if !fits(c.need, headroom) {
+		if !fits(c.need, headroom) || c.forMemberRoom && !fitsWhereLimited(c.need, memberRoom) {
 			continue
 		}
 		requeued, err := r.trigger(ctx, c.rb, now)
@@ -84,7 +94,7 @@ func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, h
 			// Deleted since it was listed: nothing requeued, and no headroom taken from the next candidate.
 			continue
 		}
-		headroom.Sub(c.need)
+		promise(c.need)
 		metrics.BindingsRequeued.Inc()
 		r.recorder.Eventf(q, corev1.EventTypeNormal, EventBindingRequeued, "Requeued binding %s: usage dropped and it now fits", c.rb.Name)
 	}
@@ -133,6 +143,16 @@ func (r *requeuer) coolingDown(uid types.UID) bool {
 func fits(need, headroom resources.List) bool {
 	for name, v := range need {
 		if v > headroom[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsWhereLimited is fits for the resources room has: those limited on members.
+func fitsWhereLimited(need, room resources.List) bool {
+	for name, v := range need {
+		if r, limited := room[name]; limited && v > r {
 			return false
 		}
 	}

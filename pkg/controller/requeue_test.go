@@ -39,6 +39,20 @@ func created(w *utiltesting.BindingWrapper, at time.Time) *utiltesting.BindingWr
 	return w
 }
 
+// noMemberRoom starts a binding Karmada's scheduler found no member room for (its estimators' answers summed
+// below the replicas): replicas replicas of cpu each, none placed.
+func noMemberRoom(name string, replicas int32, cpu string) *utiltesting.BindingWrapper {
+	return utiltesting.MakeBinding(ns, name).Requests(list("cpu", cpu)).Replicas(replicas).
+		Scheduled(false, workv1alpha2.BindingReasonUnschedulable)
+}
+
+// cappedQuota limits the namespace to hard and member1 to cpu CPUs.
+func cappedQuota(hard corev1.ResourceList, cpu string) *utiltesting.QuotaWrapper {
+	q := utiltesting.MakeQuota(ns, "team").Hard(hard)
+	q.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: list("cpu", cpu)}}
+	return q
+}
+
 // running uses cpu on member1: replicas of 1 CPU, placed.
 func running(name string, replicas int32) *utiltesting.BindingWrapper {
 	return utiltesting.MakeBinding(ns, name).Requests(list("cpu", "1")).Replicas(replicas).Cluster("member1", replicas).
@@ -57,7 +71,7 @@ func requeueNow(t *testing.T, f *fixture, q *quotav1alpha1.KarmadaQuota) error {
 		t.Fatalf("listing bindings: %v", err)
 	}
 	tally := quota.Recount(ledger, quota.Observation{Bindings: bindings.Items, Now: f.clock.Now()})
-	return f.requeuer.requeue(context.Background(), q, tally.Headroom, tally.Waiting.Bindings)
+	return f.requeuer.requeue(context.Background(), q, tally.Headroom, tally.MemberRoom, tally.Waiting.Bindings)
 }
 
 // triggered maps every binding whose rescheduleTriggeredAt is set, read back from the client, to it.
@@ -187,6 +201,38 @@ func TestRequeue(t *testing.T) {
 				running("big", 2),
 				waiting("web", 1, "100m"),
 			},
+		},
+		// The scheduler's own verdict on a quota that limits members (steering_test.go): every member at its limit, the
+		// namespace with room. Requeued, Karmada would recompute the whole placement and fail again.
+		"no member had room, and none has now: left alone though the namespace has headroom": {
+			quota: cappedQuota(list("cpu", "10"), "1"),
+			bindings: []*utiltesting.BindingWrapper{
+				noMemberRoom("web", 2, "1").Cluster("member1", 1),
+			},
+		},
+		"no member had room, and one has now: requeued for what fits there": {
+			quota: cappedQuota(list("cpu", "10"), "2"),
+			bindings: []*utiltesting.BindingWrapper{
+				priority(noMemberRoom("a-too-big", 3, "1").Cluster("member1", 1), 1),
+				noMemberRoom("b-fits", 1, "1"),
+			},
+			want: []string{"b-fits"},
+		},
+		"room on members promised to one binding is not promised to the next": {
+			quota: cappedQuota(list("cpu", "10"), "1"),
+			bindings: []*utiltesting.BindingWrapper{
+				priority(noMemberRoom("a", 1, "1"), 2),
+				priority(noMemberRoom("b", 1, "1"), 1),
+			},
+			want: []string{"a"},
+		},
+		"a quota's refusal needs headroom alone: room on members is for the scheduler to find": {
+			quota: cappedQuota(list("cpu", "10"), "1"),
+			bindings: []*utiltesting.BindingWrapper{
+				running("big", 1),
+				waiting("refused", 2, "1"),
+			},
+			want: []string{"refused"},
 		},
 		"a binding no quota can count is left alone": {
 			quota: teamQuota(list("cpu", "10")),
@@ -338,7 +384,7 @@ func TestRequeueErrors(t *testing.T) {
 		requeued := counter(metrics.BindingsRequeued)
 
 		tally := quota.Recount(ledger, quota.Observation{Bindings: bindings.Items, Now: f.clock.Now()})
-		if err := f.requeuer.requeue(context.Background(), q, tally.Headroom, tally.Waiting.Bindings); err != nil {
+		if err := f.requeuer.requeue(context.Background(), q, tally.Headroom, tally.MemberRoom, tally.Waiting.Bindings); err != nil {
 			t.Errorf("requeue: %v", err)
 		}
 

@@ -28,6 +28,8 @@ type quotaState struct {
 	uid      types.UID
 	written  quotav1alpha1.KarmadaQuotaStatus
 	headroom resources.List
+	// memberRoom is quota.Tally.MemberRoom at the last record.
+	memberRoom resources.List
 	// waiting are the bindings waiting on the quota at the last record.
 	waiting  map[types.UID]bool
 	snapshot metrics.QuotaSnapshot
@@ -53,13 +55,14 @@ func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1al
 }
 
 // record remembers the status now stored (q's), the status the recount rendered for the metrics (shown: the same,
-// or newer counts whose write the status pacer holds back), and the headroom and the bindings waiting on the quota
-// as the recount found them (quota.Tally; headroom is kept, not copied), and reports whether it is time to requeue waiting
-// bindings: any limited resource gained headroom since the last record (or this is the first), or a binding is seen
+// or newer counts whose write the status pacer holds back), and the headroom, the room on members and the bindings
+// waiting on the quota as the recount found them (quota.Tally; the lists are kept, not copied), and reports whether
+// it is time to requeue waiting bindings: any limited resource gained headroom or room on members since the last
+// record (or this is the first), or a binding is seen
 // waiting that was not at the last record. The second covers a refusal whose condition reaches this controller's
 // cache only after the growth that would have let it in: the growth's requeue did not see it waiting, and no later
 // growth may come.
-func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, shown *quotav1alpha1.KarmadaQuotaStatus, headroom resources.List, waiting quota.Waiting) bool {
+func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, shown *quotav1alpha1.KarmadaQuotaStatus, headroom, memberRoom resources.List, waiting quota.Waiting) bool {
 	waitingUIDs := make(map[types.UID]bool, len(waiting.Bindings))
 	for _, w := range waiting.Bindings {
 		waitingUIDs[w.Binding.UID] = true
@@ -74,13 +77,18 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 				requeue = true
 			}
 		}
+		for name, v := range memberRoom {
+			if v > prev.memberRoom[name] {
+				requeue = true
+			}
+		}
 		for uid := range waitingUIDs {
 			if !prev.waiting[uid] {
 				requeue = true
 			}
 		}
 	}
-	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, waiting: waitingUIDs,
+	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, memberRoom: memberRoom, waiting: waitingUIDs,
 		snapshot: snapshot(q, shown, waiting)}
 	return requeue
 }

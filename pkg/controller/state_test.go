@@ -54,7 +54,7 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	if err != nil {
 		t.Fatalf("Parse(%v): %v", status.Used, err)
 	}
-	return s.record(teamKey, q, &q.Status, ledger.Headroom(used), quota.Waiting{})
+	return s.record(teamKey, q, &q.Status, ledger.Headroom(used), nil, quota.Waiting{})
 }
 
 // waitingSince is what a recount finds waiting: bindings of the given UIDs (needing nothing the test looks at),
@@ -262,7 +262,7 @@ func TestStateSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
-	s.record(teamKey, q, &q.Status, ledger.Headroom(resources.List{}), waitingSince(t0, "web", "api"))
+	s.record(teamKey, q, &q.Status, ledger.Headroom(resources.List{}), nil, waitingSince(t0, "web", "api"))
 	if got := s.Snapshots(); len(got) != 1 || got[0].Waiting != 2 || !got[0].OldestWaiting.Equal(t0) {
 		t.Errorf("snapshots = %+v, want one with 2 bindings waiting since %v", got, t0)
 	}
@@ -357,25 +357,31 @@ func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 	}
 	waitingUIDs := func(uids ...types.UID) quota.Waiting { return waitingSince(time.Time{}, uids...) }
 	steps := []struct {
-		what    string
-		used    string
-		waiting quota.Waiting
-		want    bool
+		what string
+		used string
+		// memberRoom is the CPU room left on members.
+		memberRoom int64
+		waiting    quota.Waiting
+		want       bool
 	}{
-		{"the first record", "8", waitingUIDs("a"), true},
-		{"nothing changed", "8", waitingUIDs("a"), false},
-		{"usage grew: less headroom", "9", waitingUIDs("a"), false},
-		{"usage dropped: headroom gained", "7", waitingUIDs("a"), true},
+		{"the first record", "8", 1000, waitingUIDs("a"), true},
+		{"nothing changed", "8", 1000, waitingUIDs("a"), false},
+		{"usage grew: less headroom", "9", 1000, waitingUIDs("a"), false},
+		{"usage dropped: headroom gained", "7", 1000, waitingUIDs("a"), true},
 		// Refused before that drop, its condition seen only now: the drop's requeue never saw it.
-		{"a binding newly seen waiting", "7", waitingUIDs("a", "b"), true},
-		{"one stops waiting", "7", waitingUIDs("b"), false},
+		{"a binding newly seen waiting", "7", 1000, waitingUIDs("a", "b"), true},
+		{"one stops waiting", "7", 1000, waitingUIDs("b"), false},
+		{"room on members taken", "7", 0, waitingUIDs("b"), false},
+		// A move off a capped member: the namespace's headroom is the same, the member's room grew.
+		{"room on members gained", "7", 500, waitingUIDs("b"), true},
 	}
 	for _, step := range steps {
 		used, err := resources.Parse(list("cpu", step.used))
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
-		if got := s.record(teamKey, q, &q.Status, ledger.Headroom(used), step.waiting); got != step.want {
+		memberRoom := resources.List{"requests.cpu": step.memberRoom}
+		if got := s.record(teamKey, q, &q.Status, ledger.Headroom(used), memberRoom, step.waiting); got != step.want {
 			t.Errorf("%s: record = %v, want %v", step.what, got, step.want)
 		}
 	}

@@ -422,8 +422,11 @@ func (l *Ledger) LimitsMembers() bool {
 	return l.onMembers != nil
 }
 
-// bestRoom is, for each resource limited on members, the most that one of its cluster or group limits can still
-// take (hard - used - reserved there): the best any placement limited there could find.
+// bestRoom is, for each resource limited on members, the most room one of its limits has left (hard - used -
+// reserved there): the best any placement limited there could find. A cluster's own limit counts with the groups it
+// belongs to (roomOn), and not at all for a cluster known not to have joined: nothing can be placed there. A group
+// counts as a whole, as if one of its clusters had no limit of its own, so the answer may overstate but never
+// understates what is left.
 func (m *memberLimits) bestRoom() resources.List {
 	out := resources.List{}
 	consider := func(name corev1.ResourceName, room int64) {
@@ -431,9 +434,16 @@ func (m *memberLimits) bestRoom() resources.List {
 			out[name] = room
 		}
 	}
-	for cluster, hard := range m.clusters {
-		for name, h := range hard {
-			consider(name, m.clusterRoom(cluster, name, h))
+	for cluster := range m.clusters {
+		if m.labelsOf != nil {
+			if _, joined := m.labelsOf(cluster); !joined {
+				continue
+			}
+		}
+		room := resources.List{}
+		m.roomOn(cluster, room)
+		for name, v := range room {
+			consider(name, v)
 		}
 	}
 	known := m.known(nil)
@@ -443,6 +453,16 @@ func (m *memberLimits) bestRoom() resources.List {
 		}
 	}
 	return out
+}
+
+// MemberRoom is, for each resource limited on member clusters, the most room one of those limits has left
+// (bestRoom); nil without limits on members. A binding the scheduler found no member room for is requeued only
+// once it fits there: requeued sooner, Karmada recomputes its whole placement and fails again.
+func (l *Ledger) MemberRoom() resources.List {
+	if l.onMembers == nil {
+		return nil
+	}
+	return l.onMembers.bestRoom()
 }
 
 // RoomOn is what one more placement on cluster can still take, by the limits on member clusters alone: for each

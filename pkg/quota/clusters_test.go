@@ -228,6 +228,30 @@ func TestRoomOn(t *testing.T) {
 	}
 }
 
+// TestMemberRoom: the most room one limit on members has left, a cluster's own limit lowered by its groups; a
+// cluster known not to have joined offers none; no limits on members, no room to speak of.
+func TestMemberRoom(t *testing.T) {
+	if room := newLedger(t, utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "100")).Obj()).MemberRoom(); room != nil {
+		t.Errorf("MemberRoom without limits on members = %v, want nil", room)
+	}
+
+	q := capped()
+	q.Spec.Clusters = append(q.Spec.Clusters, quotav1alpha1.ClusterLimit{Name: "member9", Hard: list("cpu", "50")})
+	l := cappedLedger(t, q.Obj())
+	// 2 CPUs used on member2: the EU group (3) has 1 left, member1's own 2 are lowered to it.
+	tally := Recount(l, Observation{Bindings: []workv1alpha2.ResourceBinding{*webAt(at("member2", 2))}, Now: now})
+	if diff := cmp.Diff(resources.List{requestsCPU: 1000}, tally.MemberRoom); diff != "" {
+		t.Errorf("MemberRoom, member9 not joined (-want +got):\n%s", diff)
+	}
+
+	// Nothing known of the members' labels: the cluster limits count as they are, member9's 50 the most.
+	l = newLedger(t, q.Obj())
+	tally = Recount(l, Observation{Bindings: []workv1alpha2.ResourceBinding{*webAt(at("member2", 2))}, Now: now})
+	if diff := cmp.Diff(resources.List{requestsCPU: 50000}, tally.MemberRoom); diff != "" {
+		t.Errorf("MemberRoom, no labels known (-want +got):\n%s", diff)
+	}
+}
+
 func TestReplicasThatFit(t *testing.T) {
 	cases := map[string]struct {
 		room, perReplica resources.List

@@ -93,6 +93,10 @@ type Tally struct {
 	Malformed []Malformed
 	// Headroom is what each limited resource can still take, with Used and what stays reserved (Ledger.Headroom).
 	Headroom resources.List
+	// MemberRoom is, for each resource limited on member clusters, the most room one of those limits has left
+	// (Ledger.MemberRoom): what a binding the scheduler found no member room for can hope for. Nil without limits
+	// on members.
+	MemberRoom resources.List
 	// Waiting are the bindings that wait on the quota (Ledger.WaitsOn), with what each still needs.
 	Waiting Waiting
 	// UntilExpiry is when the first reservation left, or the folded sum, expires; 0 when none is left. A write that
@@ -120,6 +124,10 @@ type WaitingBinding struct {
 	// Binding points into Observation.Bindings, and is only read.
 	Binding *workv1alpha2.ResourceBinding
 	Need    resources.List
+	// ForMemberRoom says the scheduler found no member with room for it (usage.WaitingForMemberRoom): it needs room
+	// on members (Tally.MemberRoom) as well as headroom. Scheduling it again before either grew only has Karmada
+	// recompute the whole placement and fail again.
+	ForMemberRoom bool
 }
 
 // Recount counts what the bindings use, total and per member cluster, and settles the ledger's reservations
@@ -208,6 +216,7 @@ func Recount(l *Ledger, o Observation) Tally {
 		}
 	}
 	t.Headroom = l.Headroom(t.Used)
+	t.MemberRoom = l.MemberRoom()
 	t.UntilExpiry = l.untilFirstExpiry(o.Now)
 	return t
 }
@@ -301,7 +310,7 @@ func ownerOf(o quotav1alpha1.ReservationOwner) owner {
 }
 
 func (w *Waiting) add(rb *workv1alpha2.ResourceBinding, need resources.List) {
-	w.Bindings = append(w.Bindings, WaitingBinding{Binding: rb, Need: need})
+	w.Bindings = append(w.Bindings, WaitingBinding{Binding: rb, Need: need, ForMemberRoom: usage.WaitingForMemberRoom(rb)})
 	// Set: waitsOn found the binding refused by a quota.
 	since := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled).LastTransitionTime.Time
 	if !since.IsZero() && (w.Since.IsZero() || since.Before(w.Since)) {
