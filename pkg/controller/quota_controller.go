@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -131,8 +132,11 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	}
 	ledger.SetClusterLabels(joined.labelsOf())
 	if r.works != nil && !r.works.synced() {
-		// Counting without the Works would charge less than members run.
-		return ctrl.Result{RequeueAfter: time.Second}, false, nil
+		// Counting without the Works would charge less than members run. The view syncs once, right after the
+		// leader starts: the recount waits for it in flight rather than leaving the queue looking empty.
+		if !toolscache.WaitForCacheSync(ctx.Done(), r.works.synced) {
+			return ctrl.Result{}, false, fmt.Errorf("the view of the Works never synced: %w", context.Cause(ctx))
+		}
 	}
 	bindings, unclassified, err := r.readBindings(ctx, &q, ledger)
 	if err != nil {
