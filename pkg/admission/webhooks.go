@@ -79,11 +79,15 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 // +kubebuilder:rbac:groups="",namespace=karmada-system,resources=services,verbs=get
 
 // CacheOptions are the cache options the webhook's manager must be built with: of every member cluster it keeps
-// what the quotas' cluster groups read (members.TrimCluster).
+// what the quotas' cluster groups read (members.TrimCluster), and of everything else all but the managed fields,
+// which nothing here reads and which a quota's (the controller's, the webhook's and its author's) can outweigh.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&clusterv1alpha1.Cluster{}: {Transform: members.TrimCluster},
-	}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&clusterv1alpha1.Cluster{}: {Transform: members.TrimCluster},
+		},
+	}
 }
 
 // Setup registers the webhooks with the manager's webhook server. The manager's cache says which quotas a

@@ -1,8 +1,15 @@
 package controller
 
 import (
+	"encoding/json"
+	"runtime"
+	"sync"
+	"unique"
+	"weak"
+
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -12,53 +19,163 @@ import (
 )
 
 // CacheOptions are the cache options the controller's manager must be built with: its cache keeps of every
-// ResourceBinding only what the controller reads (TrimBinding), and of every member cluster its name, labels and
-// readiness (members.TrimCluster).
+// ResourceBinding only what the controller reads (TrimBinding), of every member cluster its name, labels and
+// readiness (members.TrimCluster), and of everything else (quotas, ledgers, Services) all but the managed fields,
+// which nothing here reads. An update of an object read without them keeps the stored ones.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&workv1alpha2.ResourceBinding{}: {Transform: TrimBinding},
-		&clusterv1alpha1.Cluster{}:      {Transform: members.TrimCluster},
-	}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&workv1alpha2.ResourceBinding{}: {Transform: TrimBinding},
+			&clusterv1alpha1.Cluster{}:      {Transform: members.TrimCluster},
+		},
+	}
 }
 
 // TrimBinding is the transform of the controller's ResourceBinding informer. The informer holds every binding
 // of the Karmada control plane, and the controller's memory grows with them (docs/performance.md, at scale);
 // most of a binding is of no use to a recount: managed fields, annotations (Karmada's applied-placement copies
-// the placement policy), the placement policy itself, most of the eviction tasks and dependents, and the status
+// the placement policy), labels but the permanent ID its Works are labelled with, the placement policy itself,
+// most of the eviction tasks and dependents, conditions but Scheduled (without its message), and the status
 // aggregated from every member. What stays is what counting usage (pkg/usage: of an eviction task, its cluster,
 // replicas and how long it lasts; of the dependents, only the clusters they place an object on that has none of
-// its own), settling reservations (uid and generation),
-// finding bindings that wait for quota and requeueing them in order (conditions, priority, creation time) read.
-// Trimming a trimmed binding changes nothing; anything that is not a binding is returned as it came.
+// its own), settling reservations (uid and generation), matching Works (the permanent ID), and finding bindings
+// that wait for quota and requeueing them in order (the Scheduled condition, priority, creation time) read.
+//
+// What many bindings hold alike is held once (interned): the replica requirements, which the workloads of one
+// team tend to repeat and whose decoded resource list outweighs the rest of a trimmed binding, and the names
+// every binding repeats (namespace, kinds, member clusters). The cache's objects are only ever read (a binding
+// changed by the controller is a copy), so they may share them. Trimming a trimmed binding changes nothing;
+// anything that is not a binding is returned as it came.
 func TrimBinding(obj any) (any, error) {
 	rb, ok := obj.(*workv1alpha2.ResourceBinding)
 	if !ok {
 		return obj, nil
 	}
 	return &workv1alpha2.ResourceBinding{
-		TypeMeta: rb.TypeMeta,
+		TypeMeta: metav1.TypeMeta{APIVersion: intern(rb.APIVersion), Kind: intern(rb.Kind)},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              rb.Name,
-			Namespace:         rb.Namespace,
+			Namespace:         intern(rb.Namespace),
 			UID:               rb.UID,
 			ResourceVersion:   rb.ResourceVersion,
 			Generation:        rb.Generation,
 			CreationTimestamp: rb.CreationTimestamp,
 			DeletionTimestamp: rb.DeletionTimestamp,
-			Labels:            rb.Labels,
+			Labels:            trimLabels(rb.Labels),
 		},
 		Spec: workv1alpha2.ResourceBindingSpec{
-			Resource:              rb.Spec.Resource,
-			ReplicaRequirements:   rb.Spec.ReplicaRequirements,
+			Resource:              trimResource(rb.Spec.Resource),
+			ReplicaRequirements:   requirements.share(rb.Spec.ReplicaRequirements),
 			Replicas:              rb.Spec.Replicas,
 			Components:            rb.Spec.Components,
-			Clusters:              rb.Spec.Clusters,
+			Clusters:              internClusters(rb.Spec.Clusters),
 			SchedulePriority:      rb.Spec.SchedulePriority,
 			GracefulEvictionTasks: trimTasks(rb.Spec.GracefulEvictionTasks),
 			RequiredBy:            trimDependents(rb),
 		},
-		Status: workv1alpha2.ResourceBindingStatus{Conditions: rb.Status.Conditions},
+		Status: workv1alpha2.ResourceBindingStatus{Conditions: trimConditions(rb.Status.Conditions)},
 	}, nil
+}
+
+// intern returns the one copy of s the process keeps while any is in use (unique.Make).
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// trimLabels keeps the label Karmada also puts on the binding's Works (quota.RenderedFrom reads it).
+func trimLabels(labels map[string]string) map[string]string {
+	id, ok := labels[workv1alpha2.ResourceBindingPermanentIDLabel]
+	if !ok {
+		return nil
+	}
+	if len(labels) == 1 {
+		return labels
+	}
+	return map[string]string{workv1alpha2.ResourceBindingPermanentIDLabel: id}
+}
+
+// trimResource keeps of the template's reference what names it and its version (the template readers cache by
+// it), without its UID.
+func trimResource(ref workv1alpha2.ObjectReference) workv1alpha2.ObjectReference {
+	return workv1alpha2.ObjectReference{
+		APIVersion: intern(ref.APIVersion), Kind: intern(ref.Kind), Namespace: intern(ref.Namespace), Name: ref.Name,
+		ResourceVersion: ref.ResourceVersion,
+	}
+}
+
+// internClusters interns the cluster names of a placement, in place: the slice is the decoded object's own.
+func internClusters(clusters []workv1alpha2.TargetCluster) []workv1alpha2.TargetCluster {
+	for i := range clusters {
+		clusters[i].Name = intern(clusters[i].Name)
+	}
+	return clusters
+}
+
+// trimConditions keeps the Scheduled condition, all the controller reads (usage.WaitingForQuota, the time a binding
+// began to wait), without its message.
+func trimConditions(conditions []metav1.Condition) []metav1.Condition {
+	c := meta.FindStatusCondition(conditions, workv1alpha2.Scheduled)
+	if c == nil {
+		return nil
+	}
+	return []metav1.Condition{{
+		Type: workv1alpha2.Scheduled, Status: metav1.ConditionStatus(intern(string(c.Status))), Reason: intern(c.Reason),
+		ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime,
+	}}
+}
+
+// requirements are the replica requirements the cached bindings share.
+var requirements = newSharedRequirements()
+
+// sharedRequirements holds one copy of each distinct spec.replicaRequirements in use, by its JSON, weakly: a copy
+// no cached binding points to any more is collected, and its entry goes with it.
+type sharedRequirements struct {
+	mu    sync.Mutex
+	byKey map[string]weak.Pointer[workv1alpha2.ReplicaRequirements]
+}
+
+func newSharedRequirements() *sharedRequirements {
+	return &sharedRequirements{byKey: map[string]weak.Pointer[workv1alpha2.ReplicaRequirements]{}}
+}
+
+// share returns the copy in use equal to r, or makes r that copy.
+func (s *sharedRequirements) share(r *workv1alpha2.ReplicaRequirements) *workv1alpha2.ReplicaRequirements {
+	if r == nil {
+		return nil
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	key := string(raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if shared := s.byKey[key].Value(); shared != nil {
+		return shared
+	}
+	s.byKey[key] = weak.Make(r)
+	runtime.AddCleanup(r, s.forget, key)
+	return r
+}
+
+// forget drops the entry of a collected copy. Another copy may hold the key by then; it stays.
+func (s *sharedRequirements) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byKey[key].Value() == nil {
+		delete(s.byKey, key)
+	}
+}
+
+// size is how many distinct requirements are held.
+func (s *sharedRequirements) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byKey)
 }
 
 // trimTasks keeps of each graceful eviction task what usage.With reads.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // karmadaBinding reads a ResourceBinding as Karmada v1.18 writes it for a Deployment that a PropagationPolicy
@@ -22,23 +24,36 @@ func karmadaBinding(tb testing.TB) []byte {
 }
 
 // BenchmarkCachedBinding reports the heap one ResourceBinding holds in the controller's informer: decoded as the
-// informer decodes it, kept as it came, and kept trimmed (TrimBinding). The controller's memory grows with the
-// bindings of the whole control plane (docs/performance.md, at scale).
+// informer decodes it, kept as it came, and kept trimmed (TrimBinding), both when every binding asks what the others
+// ask (the requirements are held once) and when each asks its own. The controller's memory grows with the bindings
+// of the whole control plane (docs/performance.md, at scale).
 func BenchmarkCachedBinding(b *testing.B) {
 	raw := karmadaBinding(b)
+	asking := func(own bool) func(rb *workv1alpha2.ResourceBinding, i int) {
+		return func(rb *workv1alpha2.ResourceBinding, i int) {
+			if own {
+				rb.Spec.ReplicaRequirements.ResourceRequest[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(1+i), resource.DecimalSI)
+			}
+		}
+	}
 	for _, c := range []struct {
 		name      string
 		transform func(any) (any, error)
+		ask       func(rb *workv1alpha2.ResourceBinding, i int)
 	}{
-		{"as stored", func(obj any) (any, error) { return obj, nil }},
-		{"trimmed", TrimBinding},
+		{"as stored", func(obj any) (any, error) { return obj, nil }, asking(false)},
+		{"trimmed, asking alike", TrimBinding, asking(false)},
+		{"trimmed, each asking its own", TrimBinding, asking(true)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			i := 0
 			heapPerObject(b, "binding", func() (any, error) {
 				rb := &workv1alpha2.ResourceBinding{}
 				if err := json.Unmarshal(raw, rb); err != nil {
 					return nil, err
 				}
+				c.ask(rb, i)
+				i++
 				return c.transform(rb)
 			})
 		})

@@ -2,12 +2,15 @@ package controller
 
 import (
 	"encoding/json"
+	goruntime "runtime"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -31,7 +34,10 @@ func withEverythingElse(rb *workv1alpha2.ResourceBinding) *workv1alpha2.Resource
 		{Namespace: rb.Namespace, Name: "sibling", Clusters: []workv1alpha2.TargetCluster{{Name: "member4"}}},
 	}
 	rb.Spec.SchedulerName = "default-scheduler"
+	rb.Spec.Resource.UID = "uid-of-the-template"
 	rb.Status.SchedulerObservedGeneration = rb.Generation
+	rb.Status.Conditions = append(rb.Status.Conditions, metav1.Condition{Type: workv1alpha2.FullyApplied, Status: metav1.ConditionTrue,
+		Reason: "FullyAppliedSuccess", Message: "All works have been successfully applied"})
 	rb.Status.AggregatedStatus = []workv1alpha2.AggregatedStatusItem{{ClusterName: "member1", Applied: true,
 		Status: &runtime.RawExtension{Raw: []byte(`{"readyReplicas":2,"replicas":2}`)}}}
 	return rb
@@ -52,7 +58,7 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rb.CreationTimestamp = utiltesting.FixedTime
 			rb.ResourceVersion = "42"
-			rb.Labels = map[string]string{"app": "web"}
+			rb.Labels = map[string]string{"app": "web", workv1alpha2.ResourceBindingPermanentIDLabel: "id-web"}
 			rb.Spec.SchedulePriority = &workv1alpha2.SchedulePriority{Priority: 7}
 			full := withEverythingElse(rb)
 			obj, err := TrimBinding(full.DeepCopy())
@@ -72,11 +78,20 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 				t.Errorf("WaitingForQuota: trimmed %v, full %v", usage.WaitingForQuota(trimmed), usage.WaitingForQuota(full))
 			}
 			kept := func(rb *workv1alpha2.ResourceBinding) any {
+				var scheduled []any
+				if c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled); c != nil {
+					scheduled = []any{c.Status, c.Reason, c.ObservedGeneration, c.LastTransitionTime}
+				}
 				return []any{rb.Name, rb.Namespace, rb.UID, rb.ResourceVersion, rb.Generation, rb.CreationTimestamp,
-					rb.DeletionTimestamp, rb.Labels, rb.Spec.SchedulePriority, rb.Status.Conditions}
+					rb.DeletionTimestamp, rb.Labels[workv1alpha2.ResourceBindingPermanentIDLabel], rb.Spec.SchedulePriority, scheduled,
+					rb.Spec.Resource.APIVersion, rb.Spec.Resource.Kind, rb.Spec.Resource.Namespace, rb.Spec.Resource.Name, rb.Spec.Resource.ResourceVersion}
 			}
 			if diff := cmp.Diff(kept(full), kept(trimmed)); diff != "" {
-				t.Errorf("identity, timestamps, priority or conditions lost (-full +trimmed):\n%s", diff)
+				t.Errorf("identity, timestamps, priority, the Scheduled condition or the template lost (-full +trimmed):\n%s", diff)
+			}
+			if len(trimmed.Labels) != 1 || len(trimmed.Status.Conditions) > 1 ||
+				len(trimmed.Status.Conditions) == 1 && trimmed.Status.Conditions[0].Message != "" {
+				t.Errorf("labels or conditions the controller never reads kept: %v, %+v", trimmed.Labels, trimmed.Status.Conditions)
 			}
 
 			if trimmed.ManagedFields != nil || trimmed.Annotations != nil || trimmed.Finalizers != nil ||
@@ -123,6 +138,43 @@ func TestTrimBindingOfKarmadasBinding(t *testing.T) {
 	trimmedJSON, _ := json.Marshal(trimmed)
 	if len(trimmedJSON)*2 > len(fullJSON) {
 		t.Errorf("trimmed to %d bytes of JSON from %d; what the controller does not read is most of a binding", len(trimmedJSON), len(fullJSON))
+	}
+}
+
+// Bindings that ask alike share one copy of their replica requirements while any of them is cached, and the copy
+// is let go with the last of them.
+func TestTrimBindingSharesRequirements(t *testing.T) {
+	trim := func(rb *utiltesting.BindingWrapper) *workv1alpha2.ResourceBinding {
+		t.Helper()
+		obj, err := TrimBinding(rb.Obj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*workv1alpha2.ResourceBinding)
+	}
+	web := trim(utiltesting.MakeBinding(ns, "web").Replicas(2).Requests(list("cpu", "500m", "memory", "64Mi")))
+	api := trim(utiltesting.MakeBinding(ns, "api").Replicas(5).Requests(list("memory", "64Mi", "cpu", "0.5")))
+	big := trim(utiltesting.MakeBinding(ns, "big").Replicas(2).Requests(list("cpu", "1", "memory", "64Mi")))
+	if web.Spec.ReplicaRequirements != api.Spec.ReplicaRequirements {
+		t.Error("two bindings asking 500m and 64Mi each hold their own requirements")
+	}
+	if big.Spec.ReplicaRequirements == web.Spec.ReplicaRequirements {
+		t.Error("a binding asking 1 CPU shares the requirements of one asking 500m")
+	}
+	if got := web.Spec.ReplicaRequirements.ResourceRequest[corev1.ResourceCPU]; got.MilliValue() != 500 {
+		t.Errorf("shared requirements ask %s CPU, want 500m", got.String())
+	}
+	if requirements.size() == 0 {
+		t.Fatal("nothing held")
+	}
+	web, api, big = nil, nil, nil
+	deadline := time.Now().Add(10 * time.Second)
+	for requirements.size() > 0 && time.Now().Before(deadline) {
+		goruntime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := requirements.size(); n > 0 {
+		t.Errorf("%d requirements still held after every binding asking them is gone", n)
 	}
 }
 

@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"encoding/binary"
+	"hash/fnv"
+	"maps"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,7 +30,8 @@ type state struct {
 type quotaState struct {
 	// uid tells a quota from one deleted and recreated under its name, whose fresh status is no drift.
 	uid      types.UID
-	written  quotav1alpha1.KarmadaQuotaStatus
+	// written is the fingerprint of the status written last, of what drifted compares.
+	written statusPrint
 	headroom resources.List
 	// memberRoom is quota.Tally.MemberRoom at the last record.
 	memberRoom resources.List
@@ -49,9 +54,61 @@ func (s *state) drifted(key types.NamespacedName, uid types.UID, read *quotav1al
 	if !ok || qs.uid != uid {
 		return false
 	}
-	return !equality.Semantic.DeepEqual(qs.written.Used, read.Used) ||
-		!equality.Semantic.DeepEqual(qs.written.Hard, read.Hard) ||
-		!equality.Semantic.DeepEqual(qs.written.Clusters, read.Clusters)
+	return qs.written != printOf(read)
+}
+
+// statusPrint is a fingerprint of what drifted compares of a status (used, hard, the clusters), amounts by value
+// ("1.5" and "1500m" alike). The state keeps it instead of a copy of the status: 10,000 quotas' statuses, copied,
+// weighed more than their 100,000 bindings' cluster placements.
+type statusPrint uint64
+
+func printOf(status *quotav1alpha1.KarmadaQuotaStatus) statusPrint {
+	h := fnv.New64a()
+	var buf [8]byte
+	number := func(v int64) {
+		binary.LittleEndian.PutUint64(buf[:], uint64(v))
+		h.Write(buf[:])
+	}
+	text := func(s string) {
+		number(int64(len(s)))
+		h.Write([]byte(s))
+	}
+	list := func(l corev1.ResourceList) {
+		number(int64(len(l)))
+		for _, name := range slices.Sorted(maps.Keys(l)) {
+			text(string(name))
+			q := l[name]
+			if milli := q.MilliValue(); milli != math.MaxInt64 && milli != math.MinInt64 {
+				number(milli)
+			} else {
+				// Beyond what milli-units hold: by its canonical spelling.
+				text(q.String())
+			}
+		}
+	}
+	list(status.Used)
+	list(status.Hard)
+	number(int64(len(status.Clusters)))
+	for i := range status.Clusters {
+		c := &status.Clusters[i]
+		text(c.Name)
+		list(c.Hard)
+		if c.NotJoined {
+			number(1)
+		} else {
+			number(0)
+		}
+		list(c.Used)
+		list(c.Reserved)
+		list(c.Evicting)
+		if c.EvictingUntil != nil {
+			number(c.EvictingUntil.Unix())
+		} else {
+			number(-1)
+		}
+		list(c.Running)
+	}
+	return statusPrint(h.Sum64())
 }
 
 // record remembers the status now stored (q's), the status the recount rendered for the metrics (shown: the same,
@@ -88,7 +145,7 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 			}
 		}
 	}
-	s.quotas[key] = &quotaState{uid: q.UID, written: *q.Status.DeepCopy(), headroom: headroom, memberRoom: memberRoom, waiting: waitingUIDs,
+	s.quotas[key] = &quotaState{uid: q.UID, written: printOf(&q.Status), headroom: headroom, memberRoom: memberRoom, waiting: waitingUIDs,
 		snapshot: snapshot(q, shown, waiting)}
 	return requeue
 }

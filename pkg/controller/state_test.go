@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -384,5 +385,34 @@ func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 		if got := s.record(teamKey, q, &q.Status, ledger.Headroom(used), memberRoom, step.waiting); got != step.want {
 			t.Errorf("%s: record = %v, want %v", step.what, got, step.want)
 		}
+	}
+}
+
+// TestStatusPrintCoversEveryClusterField changes each field of a cluster's usage in turn: every one must change the
+// fingerprint drift is told by, so a field added to ClusterUsage cannot go unnoticed by it.
+func TestStatusPrintCoversEveryClusterField(t *testing.T) {
+	base := printOf(written())
+	fields := reflect.TypeOf(quotav1alpha1.ClusterUsage{})
+	for i := range fields.NumField() {
+		field := fields.Field(i)
+		t.Run(field.Name, func(t *testing.T) {
+			changed := written()
+			v := reflect.ValueOf(&changed.Clusters[0]).Elem().Field(i)
+			switch v.Interface().(type) {
+			case string:
+				v.SetString("member9")
+			case bool:
+				v.SetBool(!v.Bool())
+			case corev1.ResourceList:
+				v.Set(reflect.ValueOf(list("cpu", "123m")))
+			case *metav1.Time:
+				v.Set(reflect.ValueOf(&metav1.Time{Time: t0}))
+			default:
+				t.Fatalf("printOf does not know fields of type %s", field.Type)
+			}
+			if printOf(changed) == base {
+				t.Errorf("changing %s leaves the fingerprint as it was", field.Name)
+			}
+		})
 	}
 }

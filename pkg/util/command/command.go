@@ -4,10 +4,12 @@ package command
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -39,6 +41,7 @@ func New(use, short string, opts Options, kubeconfig *string, run func(ctx conte
 				klog.ErrorS(err, "Invalid options")
 				return err
 			}
+			setMemoryLimit()
 			cfg, err := RestConfig(*kubeconfig)
 			if err != nil {
 				klog.ErrorS(err, "Cannot reach the karmada-apiserver")
@@ -57,6 +60,22 @@ func New(use, short string, opts Options, kubeconfig *string, run func(ctx conte
 	klog.InitFlags(klogFlags)
 	cmd.Flags().AddGoFlagSet(klogFlags)
 	return cmd
+}
+
+// setMemoryLimit tells the Go runtime the container's memory limit (MemoryLimit), unless $GOMEMLIMIT set one.
+func setMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit, err := MemoryLimit(cgroupFS())
+	switch {
+	case errors.Is(err, ErrNoMemoryLimit):
+	case err != nil:
+		klog.InfoS("The container's memory limit could not be read; the Go runtime is left without one", "err", err)
+	default:
+		debug.SetMemoryLimit(limit)
+		klog.InfoS("Go memory limit set below the container's", "bytes", limit)
+	}
 }
 
 // RestConfig loads a kubeconfig file, or the in-cluster config or $KUBECONFIG when path is empty.

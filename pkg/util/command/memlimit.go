@@ -1,0 +1,56 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// memoryLimitShare is the part of the container's memory limit the Go runtime is told it may use
+// (runtime/debug.SetMemoryLimit): the rest is for what the runtime does not count (the binary's text, memory the
+// kernel charges to the cgroup) and for the collector to catch up before the kernel kills the process.
+const memoryLimitShare = 0.9
+
+// cgroupMemoryFiles are where a container's memory limit is, under the cgroup file system: cgroup v2, then v1.
+var cgroupMemoryFiles = []string{"memory.max", "memory/memory.limit_in_bytes"}
+
+// ErrNoMemoryLimit says the process runs without a memory limit of its own.
+var ErrNoMemoryLimit = errors.New("no cgroup memory limit")
+
+// MemoryLimit is the Go runtime's soft memory limit for a process whose cgroup file system (/sys/fs/cgroup) is
+// cgroups: memoryLimitShare of the container's limit. Without one (no file, "max", or v1's page-rounded
+// "unlimited") it returns ErrNoMemoryLimit. A collector that knows the limit works harder as the heap nears it
+// instead of letting it double past it: the controller's heap grows with every binding of the control plane
+// (docs/performance.md, at scale).
+func MemoryLimit(cgroups fs.FS) (int64, error) {
+	for _, name := range cgroupMemoryFiles {
+		raw, err := fs.ReadFile(cgroups, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		value := strings.TrimSpace(string(raw))
+		if value == "max" {
+			return 0, ErrNoMemoryLimit
+		}
+		limit, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q is not a byte count", name, value)
+		}
+		// cgroup v1 reports no limit as the largest page-aligned int64.
+		if limit <= 0 || limit >= math.MaxInt64&^0xfff {
+			return 0, ErrNoMemoryLimit
+		}
+		return int64(float64(limit) * memoryLimitShare), nil
+	}
+	return 0, ErrNoMemoryLimit
+}
+
+// cgroupFS is the process's cgroup file system.
+func cgroupFS() fs.FS { return os.DirFS("/sys/fs/cgroup") }
