@@ -169,7 +169,7 @@ func TestScaleCorrectness(t *testing.T) {
 		if s.WarmRecount <= 0 || s.ColdRecount <= 0 || s.ControllerReady <= 0 || s.WebhookReady <= 0 {
 			t.Errorf("%d bindings: a time was not measured: %+v", s.Bindings, s)
 		}
-		if s.ControllerRSS <= 0 || s.WebhookRSS <= 0 {
+		if s.ControllerRSS <= 0 || s.WebhookRSS <= 0 || s.ControllerHeap <= 0 || s.WebhookHeap <= 0 {
 			t.Errorf("%d bindings: a memory was not measured: %+v", s.Bindings, s)
 		}
 		for name, sum := range map[string]interface{ Failed() int }{"alone": s.QuietAlone, "under load": s.QuietUnderLoad} {

@@ -71,6 +71,7 @@ func run(args []string) error {
 		if scaleOpts.Sizes, err = parseSizes(*sizes); err != nil {
 			return err
 		}
+		scaleOpts.ControllerArgs, scaleOpts.WebhookArgs = strings.Fields(*ctrlArgs), strings.Fields(*webhook)
 		return runScale(scaleOpts, *out, *command, *keepLogs)
 	}
 	opts.Configs = strings.Split(*configs, ",")

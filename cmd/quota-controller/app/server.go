@@ -65,6 +65,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		Scheme:                     scheme.Scheme,
 		Cache:                      cacheOptions,
 		Metrics:                    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		PprofBindAddress:           opts.PprofBindAddress,
 		HealthProbeBindAddress:     opts.HealthProbeBindAddress,
 		LeaderElection:             opts.LeaderElect,
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,

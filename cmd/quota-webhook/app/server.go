@@ -49,6 +49,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		Scheme:                  scheme.Scheme,
 		Cache:                   admission.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		PprofBindAddress:        opts.PprofBindAddress,
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		GracefulShutdownTimeout: &shutdown,
 		WebhookServer:           stopping.server(newWebhookServer(opts, host, port)),

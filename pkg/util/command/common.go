@@ -11,9 +11,12 @@ import (
 // Common are the options every binary has: where the karmada-apiserver is and how hard to press it, where metrics
 // and probes are served, and how long to drain on shutdown.
 type Common struct {
-	Kubeconfig              string
-	MetricsBindAddress      string
-	HealthProbeBindAddress  string
+	Kubeconfig             string
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof, off unless set: profiles show what the process holds and does, to
+	// whoever can reach the address.
+	PprofBindAddress        string
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
 	GracefulShutdownTimeout time.Duration
@@ -35,6 +38,7 @@ func (c *Common) AddFlags(fs *pflag.FlagSet, inFlight string) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Kubeconfig of the karmada-apiserver. Empty: in-cluster config or $KUBECONFIG.")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress, "Address of /healthz and /readyz.")
+	fs.StringVar(&c.PprofBindAddress, "pprof-bind-address", c.PprofBindAddress, "Address of Go's /debug/pprof profiles (heap, CPU, goroutines); empty or 0 disables it.")
 	fs.Float32Var(&c.KubeAPIQPS, "kube-api-qps", c.KubeAPIQPS, "Sustained queries per second to the karmada-apiserver.")
 	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of queries to the karmada-apiserver.")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", c.GracefulShutdownTimeout,

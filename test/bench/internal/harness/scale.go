@@ -46,7 +46,10 @@ type ScaleOptions struct {
 	SetupWriters int
 	// SettleTimeout bounds the wait for the audited statuses to be exact.
 	SettleTimeout time.Duration
-	WorkDir       string
+	// ControllerArgs and WebhookArgs are extra flags for every quota-controller and quota-webhook started (to study
+	// a setting); the report says the defaults were used only when there are none.
+	ControllerArgs, WebhookArgs []string
+	WorkDir                     string
 	Progress      io.Writer
 }
 
@@ -73,6 +76,9 @@ type ScaleStep struct {
 	// ControllerRSS is measured after the warm recount, WebhookRSS once ready; the After values after the
 	// admission phase.
 	ControllerRSS, WebhookRSS, ControllerRSSAfter, WebhookRSSAfter int64
+	// ControllerHeap and WebhookHeap are the live heaps (QuotaProcess.LiveHeap) right after ControllerRSS and
+	// WebhookRSSAfter: what the processes hold, without the collector's headroom.
+	ControllerHeap, WebhookHeap int64
 	// QuietAlone and QuietUnderLoad time placements in a quiet namespace, without and with the hot namespace loaded.
 	QuietAlone, QuietUnderLoad stats.Summary
 	// HotPerSecond is the hot namespace's placements per second meanwhile, and Hot their latencies.
@@ -187,7 +193,7 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	lease := func(kind string) string { return fmt.Sprintf("--leader-elect-resource-name=scale-%d-%s", index, kind) }
 
 	say("step %d: starting a controller over statuses %d quotas do not have yet", index+1, step.Quotas-countBefore(index, opts))
-	cold, err := systems.StartQuotaController(ctx, env, fmt.Sprintf("quota-controller-%d-cold", index), controllerBin, lease("cold"))
+	cold, err := systems.StartQuotaController(ctx, env, fmt.Sprintf("quota-controller-%d-cold", index), controllerBin, append([]string{lease("cold")}, opts.ControllerArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -198,7 +204,7 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	_ = cold.Stop(ctx)
 
 	say("step %d: restarting the controller over exact statuses", index+1)
-	ctrl, err := systems.StartQuotaController(ctx, env, fmt.Sprintf("quota-controller-%d", index), controllerBin, lease("warm"))
+	ctrl, err := systems.StartQuotaController(ctx, env, fmt.Sprintf("quota-controller-%d", index), controllerBin, append([]string{lease("warm")}, opts.ControllerArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -208,9 +214,12 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 		return fmt.Errorf("warm recount: %w", err)
 	}
 	step.ControllerRSS, _ = ctrl.RSS()
+	if step.ControllerHeap, err = ctrl.LiveHeap(ctx, filepath.Join(env.LogDir, fmt.Sprintf("quota-controller-%d.heap.pprof", step.Bindings))); err != nil {
+		return fmt.Errorf("the controller's heap: %w", err)
+	}
 
 	say("step %d: starting the webhook", index+1)
-	hook, err := systems.StartQuotaWebhook(ctx, env, fmt.Sprintf("quota-webhook-%d", index), webhookBin)
+	hook, err := systems.StartQuotaWebhook(ctx, env, fmt.Sprintf("quota-webhook-%d", index), webhookBin, opts.WebhookArgs...)
 	if err != nil {
 		return err
 	}
@@ -289,6 +298,9 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	wg.Wait()
 	step.ControllerRSSAfter, _ = ctrl.RSS()
 	step.WebhookRSSAfter, _ = hook.RSS()
+	if step.WebhookHeap, err = hook.LiveHeap(ctx, filepath.Join(env.LogDir, fmt.Sprintf("quota-webhook-%d.heap.pprof", step.Bindings))); err != nil {
+		return fmt.Errorf("the webhook's heap: %w", err)
+	}
 
 	// Audited: the quiet and hot namespaces, and a sample of the others.
 	audited := []string{quiet, hot}

@@ -566,21 +566,23 @@ func ScaleMarkdown(r *harness.ScaleReport, command string) string {
 	p("- Versions: %s; kube-apiserver %s; etcd %s; this tree at %s\n", m.Go, m.KubeVersion, m.Etcd, m.Commit)
 	p("- Shape: %d placed bindings per namespace (2 replicas of 500m each), one `KarmadaQuota` per namespace; quiet "+
 		"namespace: %d placements one after another, half alone, half while %d writers re-place %d bindings of another "+
-		"namespace; quota-webhook and quota-controller with default flags\n\n", o.PerNamespace, o.QuietWrites, o.HotWriters, o.HotBindings)
+		"namespace; quota-webhook and quota-controller with %s\n\n", o.PerNamespace, o.QuietWrites, o.HotWriters, o.HotBindings, flagsOf(o.WebhookArgs, o.ControllerArgs))
 
 	p("### Results\n\n")
 	p("*Ready* is from process start to `/readyz` (caches synced). A *full recount* is the controller's pass over every " +
 		"quota after it became ready: *cold* right after the step added its namespaces (it writes their first status), " +
 		"*warm* by a restarted controller over exact statuses (it reads, recounts and writes nothing: what " +
 		"`--resync-period` costs). RSS of the controller after the warm recount and after the admissions; of the " +
-		"webhook once ready and after the admissions. *Quiet admissions* are placement writes in one namespace, one at " +
+		"webhook once ready and after the admissions. *Live heap* is what the process holds once its garbage is " +
+		"collected (the controller's after the warm recount, the webhook's after the admissions): RSS adds the " +
+		"collector's headroom (`GOGC`) and memory not yet returned to the system. *Quiet admissions* are placement writes in one namespace, one at " +
 		"a time, timed at the client, alone and while another namespace is loaded.\n\n")
-	p("| bindings | quotas | controller ready | full recount, cold | full recount, warm | controller RSS | webhook ready | webhook RSS | quiet admissions p50 / p99, alone | same, under load | hot namespace p50 / p99 (writes/s) | audited quotas exact |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| bindings | quotas | controller ready | full recount, cold | full recount, warm | controller RSS | controller live heap | webhook ready | webhook RSS | webhook live heap | quiet admissions p50 / p99, alone | same, under load | hot namespace p50 / p99 (writes/s) | audited quotas exact |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Steps {
-		p("| %d | %d | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s / %s | %s / %s (%.0f) | %d of %d |\n",
+		p("| %d | %d | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s / %s (%.0f) | %d of %d |\n",
 			s.Bindings, s.Quotas, secs(s.ControllerReady), secs(s.ColdRecount), secs(s.WarmRecount),
-			mib(s.ControllerRSS), mib(s.ControllerRSSAfter), secs(s.WebhookReady), mib(s.WebhookRSS), mib(s.WebhookRSSAfter),
+			mib(s.ControllerRSS), mib(s.ControllerRSSAfter), mib(s.ControllerHeap), secs(s.WebhookReady), mib(s.WebhookRSS), mib(s.WebhookRSSAfter), mib(s.WebhookHeap),
 			ms(s.QuietAlone.P50), ms(s.QuietAlone.P99), ms(s.QuietUnderLoad.P50), ms(s.QuietUnderLoad.P99),
 			ms(s.Hot.P50), ms(s.Hot.P99), s.HotPerSecond, s.Exact, s.Audited)
 	}
@@ -588,18 +590,33 @@ func ScaleMarkdown(r *harness.ScaleReport, command string) string {
 	if len(r.Steps) > 1 {
 		p("How each cost grows from one size to the next: the change divided by the bindings (or quotas) added. " +
 			"Linear growth keeps these flat; they falling means better than linear.\n\n")
-		p("| from → to bindings | controller RSS per added binding | webhook RSS per added quota | warm recount per added quota | controller ready per added binding |\n")
-		p("|---|---|---|---|---|\n")
+		p("| from → to bindings | controller RSS per added binding | controller live heap per added binding | webhook RSS per added quota | warm recount per added quota | controller ready per added binding |\n")
+		p("|---|---|---|---|---|---|\n")
 		for i := 1; i < len(r.Steps); i++ {
 			a, z := r.Steps[i-1], r.Steps[i]
 			db, dq := float64(z.Bindings-a.Bindings), float64(z.Quotas-a.Quotas)
-			p("| %d → %d | %.1f KiB | %.1f KiB | %.0f µs | %.1f µs |\n", a.Bindings, z.Bindings,
-				float64(z.ControllerRSS-a.ControllerRSS)/1024/db, float64(z.WebhookRSS-a.WebhookRSS)/1024/dq,
+			p("| %d → %d | %.1f KiB | %.1f KiB | %.1f KiB | %.0f µs | %.1f µs |\n", a.Bindings, z.Bindings,
+				float64(z.ControllerRSS-a.ControllerRSS)/1024/db, float64(z.ControllerHeap-a.ControllerHeap)/1024/db, float64(z.WebhookRSS-a.WebhookRSS)/1024/dq,
 				float64((z.WarmRecount-a.WarmRecount).Microseconds())/dq, float64((z.ControllerReady-a.ControllerReady).Microseconds())/db)
 		}
 		p("\n")
 	}
 	return b.String()
+}
+
+// flagsOf says which flags the scale run gave the webhook and the controller beyond their defaults.
+func flagsOf(webhook, controller []string) string {
+	if len(webhook) == 0 && len(controller) == 0 {
+		return "default flags"
+	}
+	var parts []string
+	if len(webhook) > 0 {
+		parts = append(parts, "quota-webhook `"+strings.Join(webhook, " ")+"`")
+	}
+	if len(controller) > 0 {
+		parts = append(parts, "quota-controller `"+strings.Join(controller, " ")+"`")
+	}
+	return strings.Join(parts, ", ") + ", otherwise default flags"
 }
 
 func secs(d time.Duration) string {

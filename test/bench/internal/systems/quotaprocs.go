@@ -3,6 +3,7 @@ package systems
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/promtext"
 )
 
 // QuotaProcess is one quota-webhook or quota-controller process started on its own, as the scale run starts,
@@ -18,6 +20,8 @@ type QuotaProcess struct {
 	*Component
 	// Ready is how long the process took from its start to answering /readyz.
 	Ready time.Duration
+	// PprofAddr serves the process's /debug/pprof.
+	PprofAddr string
 
 	env         Env
 	serving     string
@@ -29,21 +33,22 @@ type QuotaProcess struct {
 // StartQuotaController starts bin (cmd/quota-controller) against the environment's apiserver and waits until it is
 // ready (its caches synced).
 func StartQuotaController(ctx context.Context, env Env, name, bin string, args ...string) (*QuotaProcess, error) {
-	addrs, err := freeAddrs(2)
+	addrs, err := freeAddrs(3)
 	if err != nil {
 		return nil, err
 	}
-	metrics, health := addrs[0], addrs[1]
+	metrics, health, pprof := addrs[0], addrs[1], addrs[2]
 	start := time.Now()
 	p, err := env.Reg.Start(name, env.LogDir, bin, append([]string{
 		"--kubeconfig", env.CP.Kubeconfig,
 		"--metrics-bind-address", metrics,
 		"--health-probe-bind-address", health,
+		"--pprof-bind-address", pprof,
 	}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	qp := &QuotaProcess{Component: &Component{Role: "controller", Proc: p, MetricsAddr: metrics}, env: env}
+	qp := &QuotaProcess{Component: &Component{Role: "controller", Proc: p, MetricsAddr: metrics}, PprofAddr: pprof, env: env}
 	if err := waitReady(ctx, p, "http://"+health+"/readyz"); err != nil {
 		qp.Stop(ctx)
 		return nil, fmt.Errorf("%s never became ready: %w", name, err)
@@ -59,12 +64,12 @@ func StartQuotaWebhook(ctx context.Context, env Env, name, bin string, args ...s
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := freeAddrs(3)
+	addrs, err := freeAddrs(4)
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
-	serving, metrics, health := addrs[0], addrs[1], addrs[2]
+	serving, metrics, health, pprof := addrs[0], addrs[1], addrs[2], addrs[3]
 	start := time.Now()
 	p, err := env.Reg.Start(name, env.LogDir, bin, append([]string{
 		"--kubeconfig", env.CP.Kubeconfig,
@@ -72,12 +77,13 @@ func StartQuotaWebhook(ctx context.Context, env Env, name, bin string, args ...s
 		"--webhook-bind-address", serving,
 		"--metrics-bind-address", metrics,
 		"--health-probe-bind-address", health,
+		"--pprof-bind-address", pprof,
 	}, args...)...)
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
-	qp := &QuotaProcess{Component: &Component{Role: "webhook", Proc: p, MetricsAddr: metrics}, env: env, serving: serving, ca: ca, certCleanup: cleanup}
+	qp := &QuotaProcess{Component: &Component{Role: "webhook", Proc: p, MetricsAddr: metrics}, PprofAddr: pprof, env: env, serving: serving, ca: ca, certCleanup: cleanup}
 	if err := waitReady(ctx, p, "http://"+health+"/readyz"); err != nil {
 		qp.Stop(ctx)
 		return nil, fmt.Errorf("%s never became ready: %w", name, err)
@@ -103,6 +109,30 @@ func (p *QuotaProcess) Register(ctx context.Context) error {
 // RSS is the process's resident memory in bytes.
 func (p *QuotaProcess) RSS() (int64, error) {
 	return proc.RSSBytes(p.Proc.PID())
+}
+
+// LiveHeap collects the process's garbage and returns the heap that is left: what it holds, which RSS overstates by
+// the collector's headroom and the memory not yet returned to the system. The heap profile taken on the way is
+// written to profile (go tool pprof reads it), unless profile is empty.
+func (p *QuotaProcess) LiveHeap(ctx context.Context, profile string) (int64, error) {
+	heap, err := httpGet(ctx, "http://"+p.PprofAddr+"/debug/pprof/heap?gc=1")
+	if err != nil {
+		return 0, err
+	}
+	if profile != "" {
+		if err := os.WriteFile(profile, []byte(heap), 0o644); err != nil {
+			return 0, err
+		}
+	}
+	text, err := p.Scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	m := promtext.Parse(text)
+	if !m.Has("go_memstats_heap_alloc_bytes") {
+		return 0, fmt.Errorf("%s exports no go_memstats_heap_alloc_bytes", p.Role)
+	}
+	return int64(m.Sum("go_memstats_heap_alloc_bytes", nil)), nil
 }
 
 // Stop unregisters the webhook, if registered, and stops the process.
