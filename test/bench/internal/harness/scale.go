@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/audit"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/controlplane"
@@ -50,7 +51,7 @@ type ScaleOptions struct {
 	// a setting); the report says the defaults were used only when there are none.
 	ControllerArgs, WebhookArgs []string
 	WorkDir                     string
-	Progress      io.Writer
+	Progress                    io.Writer
 }
 
 // ScaleReport is what a scale run measured.
@@ -76,6 +77,9 @@ type ScaleStep struct {
 	// ControllerRSS is measured after the warm recount, WebhookRSS once ready; the After values after the
 	// admission phase.
 	ControllerRSS, WebhookRSS, ControllerRSSAfter, WebhookRSSAfter int64
+	// WarmWrites are the quotas and ledgers the warm recount wrote (their resourceVersion changed): none, over
+	// exact statuses.
+	WarmWrites int
 	// ControllerHeap and WebhookHeap are the live heaps (QuotaProcess.LiveHeap) right after ControllerRSS and
 	// WebhookRSSAfter: what the processes hold, without the collector's headroom.
 	ControllerHeap, WebhookHeap int64
@@ -204,6 +208,10 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	_ = cold.Stop(ctx)
 
 	say("step %d: restarting the controller over exact statuses", index+1)
+	before, err := storedVersions(ctx, cp.Client)
+	if err != nil {
+		return err
+	}
 	ctrl, err := systems.StartQuotaController(ctx, env, fmt.Sprintf("quota-controller-%d", index), controllerBin, append([]string{lease("warm")}, opts.ControllerArgs...)...)
 	if err != nil {
 		return err
@@ -212,6 +220,15 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	step.ControllerReady = ctrl.Ready
 	if step.WarmRecount, err = waitRecount(ctx, ctrl, step.Quotas); err != nil {
 		return fmt.Errorf("warm recount: %w", err)
+	}
+	after, err := storedVersions(ctx, cp.Client)
+	if err != nil {
+		return err
+	}
+	for key, version := range after {
+		if before[key] != version {
+			step.WarmWrites++
+		}
 	}
 	step.ControllerRSS, _ = ctrl.RSS()
 	if step.ControllerHeap, err = ctrl.LiveHeap(ctx, filepath.Join(env.LogDir, fmt.Sprintf("quota-controller-%d.heap.pprof", step.Bindings))); err != nil {
@@ -325,6 +342,26 @@ func countBefore(index int, opts ScaleOptions) int {
 		return 0
 	}
 	return opts.Sizes[index-1] / opts.PerNamespace
+}
+
+// storedVersions maps every quota and ledger object, by kind and key, to its resourceVersion.
+func storedVersions(ctx context.Context, c client.Client) (map[string]string, error) {
+	out := map[string]string{}
+	var quotas quotav1alpha1.KarmadaQuotaList
+	if err := c.List(ctx, &quotas); err != nil {
+		return nil, err
+	}
+	for _, q := range quotas.Items {
+		out["quota "+q.Namespace+"/"+q.Name] = q.ResourceVersion
+	}
+	var ledgers quotav1alpha1.KarmadaQuotaLedgerList
+	if err := c.List(ctx, &ledgers); err != nil {
+		return nil, err
+	}
+	for _, l := range ledgers.Items {
+		out["ledger "+l.Namespace+"/"+l.Name] = l.ResourceVersion
+	}
+	return out, nil
 }
 
 // hookSystem lets webhookCalled read one webhook process.

@@ -571,17 +571,17 @@ func ScaleMarkdown(r *harness.ScaleReport, command string) string {
 	p("### Results\n\n")
 	p("*Ready* is from process start to `/readyz` (caches synced). A *full recount* is the controller's pass over every " +
 		"quota after it became ready: *cold* right after the step added its namespaces (it writes their first status), " +
-		"*warm* by a restarted controller over exact statuses (it reads, recounts and writes nothing: what " +
-		"`--resync-period` costs). RSS of the controller after the warm recount and after the admissions; of the " +
+		"*warm* by a restarted controller over exact statuses (it reads and recounts, and should write nothing: what " +
+		"`--resync-period` costs; *warm writes* counts the quotas and ledgers it wrote). RSS of the controller after the warm recount and after the admissions; of the " +
 		"webhook once ready and after the admissions. *Live heap* is what the process holds once its garbage is " +
 		"collected (the controller's after the warm recount, the webhook's after the admissions): RSS adds the " +
 		"collector's headroom (`GOGC`) and memory not yet returned to the system. *Quiet admissions* are placement writes in one namespace, one at " +
 		"a time, timed at the client, alone and while another namespace is loaded.\n\n")
-	p("| bindings | quotas | controller ready | full recount, cold | full recount, warm | controller RSS | controller live heap | webhook ready | webhook RSS | webhook live heap | quiet admissions p50 / p99, alone | same, under load | hot namespace p50 / p99 (writes/s) | audited quotas exact |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| bindings | quotas | controller ready | full recount, cold | full recount, warm | warm writes | controller RSS | controller live heap | webhook ready | webhook RSS | webhook live heap | quiet admissions p50 / p99, alone | same, under load | hot namespace p50 / p99 (writes/s) | audited quotas exact |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Steps {
-		p("| %d | %d | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s / %s (%.0f) | %d of %d |\n",
-			s.Bindings, s.Quotas, secs(s.ControllerReady), secs(s.ColdRecount), secs(s.WarmRecount),
+		p("| %d | %d | %s | %s | %s | %d | %s / %s | %s | %s | %s / %s | %s | %s / %s | %s / %s | %s / %s (%.0f) | %d of %d |\n",
+			s.Bindings, s.Quotas, secs(s.ControllerReady), secs(s.ColdRecount), secs(s.WarmRecount), s.WarmWrites,
 			mib(s.ControllerRSS), mib(s.ControllerRSSAfter), mib(s.ControllerHeap), secs(s.WebhookReady), mib(s.WebhookRSS), mib(s.WebhookRSSAfter), mib(s.WebhookHeap),
 			ms(s.QuietAlone.P50), ms(s.QuietAlone.P99), ms(s.QuietUnderLoad.P50), ms(s.QuietUnderLoad.P99),
 			ms(s.Hot.P50), ms(s.Hot.P99), s.HotPerSecond, s.Exact, s.Audited)
