@@ -29,9 +29,9 @@ type state struct {
 
 type quotaState struct {
 	// uid tells a quota from one deleted and recreated under its name, whose fresh status is no drift.
-	uid      types.UID
+	uid types.UID
 	// written is the fingerprint of the status written last, of what drifted compares.
-	written statusPrint
+	written  statusPrint
 	headroom resources.List
 	// memberRoom is quota.Tally.MemberRoom at the last record.
 	memberRoom resources.List
