@@ -115,10 +115,9 @@ func printOf(status *quotav1alpha1.KarmadaQuotaStatus) statusPrint {
 // or newer counts whose write the status pacer holds back), and the headroom, the room on members and the bindings
 // waiting on the quota as the recount found them (quota.Tally; the lists are kept, not copied), and reports whether
 // it is time to requeue waiting bindings: any limited resource gained headroom or room on members since the last
-// record (or this is the first), or a binding is seen
-// waiting that was not at the last record. The second covers a refusal whose condition reaches this controller's
-// cache only after the growth that would have let it in: the growth's requeue did not see it waiting, and no later
-// growth may come.
+// record (or this is the first), or a binding is seen waiting that was not at the last record. The second covers a
+// refusal whose condition reaches this controller's cache only after the growth that would have let it in: the
+// growth's requeue did not see it waiting, and no later growth may come.
 func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, shown *quotav1alpha1.KarmadaQuotaStatus, headroom, memberRoom resources.List, waiting quota.Waiting) bool {
 	waitingUIDs := make(map[types.UID]bool, len(waiting.Bindings))
 	for _, w := range waiting.Bindings {
