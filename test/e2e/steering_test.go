@@ -100,6 +100,17 @@ var _ = Describe("Scheduling within the limits on member clusters", Serial, Orde
 			g.Expect(cond.Message).To(ContainSubstring("Clusters available replicas 0 are not enough to schedule"))
 			g.Expect(placedReplicas(rb)).To(Equal(int32(6)), "what was placed stays")
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		// The controller counts it as waiting on the quota, and must leave it to Karmada while no member has room:
+		// requeued (rescheduleTriggeredAt), Karmada would recompute the whole placement and fail it again, saying
+		// "failed to do fresh scale" instead. Longer than a status interval and a recount or two.
+		Consistently(func(g Gomega) {
+			rb, err := binding(ns, "web", "Deployment")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rb.Spec.RescheduleTriggeredAt).To(BeNil(), "requeued while no member has room")
+			cond := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha2.Scheduled)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Message).To(ContainSubstring("Clusters available replicas 0 are not enough to schedule"))
+		}).WithTimeout(12 * time.Second).WithPolling(poll).Should(Succeed())
 	})
 
 	It("aggregates a workload on as few members as their room allows", func() {
