@@ -208,7 +208,7 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 	}
 	ledgers := make([]*quota.Ledger, len(books))
 	for i, b := range books {
-		l, err := quota.NewLedger(b.quota, b.stored)
+		l, err := quota.NewLedger(b.quota, quota.LedgerOf(b.ledger, b.quota))
 		if err != nil {
 			// A quota we cannot read could limit anything: refuse rather than guess.
 			broken := apierrors.NewForbidden(quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource(),
@@ -258,30 +258,18 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 	return results, nil
 }
 
-// book is one quota as an attempt reads it: the quota, and its ledger object as stored (nil when there is none,
-// or one left by a deleted quota of the same name, which foreign holds to be replaced).
+// book is one quota as an attempt reads it: the quota, and its ledger object as stored (nil when there is none). A
+// ledger left by a deleted quota of the same name is kept too, to be replaced by the write (quota.LedgerObject);
+// decisions see it as none (quota.LedgerOf).
 type book struct {
-	quota   *quotav1alpha1.KarmadaQuota
-	stored  *quotav1alpha1.KarmadaQuotaLedger
-	foreign *quotav1alpha1.KarmadaQuotaLedger
+	quota  *quotav1alpha1.KarmadaQuota
+	ledger *quotav1alpha1.KarmadaQuotaLedger
 }
 
 // write writes l into b's ledger object: an update with the version read as precondition, or a create for a quota
 // without one. Losing either race is a conflictError.
 func (a *Admitter) write(ctx context.Context, b book, l *quota.Ledger) error {
-	var obj *quotav1alpha1.KarmadaQuotaLedger
-	switch {
-	case b.stored != nil:
-		obj = b.stored.DeepCopy()
-	case b.foreign != nil:
-		obj = b.foreign.DeepCopy()
-		obj.Observed = nil
-		obj.OwnerReferences = quota.LedgerOwner(b.quota)
-	default:
-		obj = &quotav1alpha1.KarmadaQuotaLedger{ObjectMeta: metav1.ObjectMeta{
-			Namespace: b.quota.Namespace, Name: b.quota.Name, OwnerReferences: quota.LedgerOwner(b.quota),
-		}}
-	}
+	obj := quota.LedgerObject(b.quota, b.ledger)
 	base := obj.ResourceVersion
 	l.WriteTo(obj)
 	var err error
@@ -372,11 +360,7 @@ func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[s
 				return nil, fmt.Errorf("reading quota %s: %w", key.Name, err)
 			}
 		}
-		b := book{quota: q, stored: quota.LedgerOf(stored, q)}
-		if b.stored == nil {
-			b.foreign = stored
-		}
-		out = append(out, b)
+		out = append(out, book{quota: q, ledger: stored})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].quota.Name < out[j].quota.Name })
 	return out, nil

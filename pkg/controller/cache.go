@@ -171,13 +171,6 @@ func (s *sharedRequirements) forget(key string) {
 	}
 }
 
-// size is how many distinct requirements are held.
-func (s *sharedRequirements) size() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byKey)
-}
-
 // trimTasks keeps of each graceful eviction task what usage.With reads.
 func trimTasks(tasks []workv1alpha2.GracefulEvictionTask) []workv1alpha2.GracefulEvictionTask {
 	if len(tasks) == 0 {

@@ -141,6 +141,13 @@ func TestTrimBindingOfKarmadasBinding(t *testing.T) {
 	}
 }
 
+// heldRequirements is how many distinct requirements the cached bindings share.
+func heldRequirements() int {
+	requirements.mu.Lock()
+	defer requirements.mu.Unlock()
+	return len(requirements.byKey)
+}
+
 // Bindings that ask alike share one copy of their replica requirements while any of them is cached, and the copy
 // is let go with the last of them.
 func TestTrimBindingSharesRequirements(t *testing.T) {
@@ -164,16 +171,16 @@ func TestTrimBindingSharesRequirements(t *testing.T) {
 	if got := web.Spec.ReplicaRequirements.ResourceRequest[corev1.ResourceCPU]; got.MilliValue() != 500 {
 		t.Errorf("shared requirements ask %s CPU, want 500m", got.String())
 	}
-	if requirements.size() == 0 {
+	if heldRequirements() == 0 {
 		t.Fatal("nothing held")
 	}
 	web, api, big = nil, nil, nil
 	deadline := time.Now().Add(10 * time.Second)
-	for requirements.size() > 0 && time.Now().Before(deadline) {
+	for heldRequirements() > 0 && time.Now().Before(deadline) {
 		goruntime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := requirements.size(); n > 0 {
+	if n := heldRequirements(); n > 0 {
 		t.Errorf("%d requirements still held after every binding asking them is gone", n)
 	}
 }

@@ -282,14 +282,7 @@ func (r *QuotaReconciler) readLedger(ctx context.Context, key types.NamespacedNa
 // resourceVersion read: a reservation the webhook added since makes it lose the race, and the retry reads again.
 func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger,
 	ledger *quota.Ledger, tally quota.Tally) error {
-	obj := &quotav1alpha1.KarmadaQuotaLedger{ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name}}
-	if stored != nil {
-		obj = stored.DeepCopy()
-	}
-	if quota.LedgerOf(stored, q) == nil {
-		obj.OwnerReferences = quota.LedgerOwner(q)
-		obj.QuotaGeneration = 0
-	}
+	obj := quota.LedgerObject(q, stored)
 	ledger.WriteTo(obj)
 	ledger.WriteObserved(obj, tally.Used, tally.Clusters)
 	if stored != nil && equality.Semantic.DeepEqual(stored, obj) {

@@ -175,6 +175,23 @@ func LedgerOf(stored *quotav1alpha1.KarmadaQuotaLedger, q *quotav1alpha1.Karmada
 	return stored
 }
 
+// LedgerObject is the object a write of q's ledger starts from, for WriteTo (and WriteObserved) to fill: a copy of
+// stored when it is q's; a new one owned by q when there is none; and for one a deleted quota of the same name left,
+// a copy that keeps only its identity (the write replaces it, by its resourceVersion) and is owned by q.
+func LedgerObject(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger) *quotav1alpha1.KarmadaQuotaLedger {
+	if stored == nil {
+		return &quotav1alpha1.KarmadaQuotaLedger{ObjectMeta: metav1.ObjectMeta{
+			Namespace: q.Namespace, Name: q.Name, OwnerReferences: LedgerOwner(q),
+		}}
+	}
+	obj := stored.DeepCopy()
+	if LedgerOf(stored, q) == nil {
+		obj.OwnerReferences = LedgerOwner(q)
+		obj.Observed = nil
+	}
+	return obj
+}
+
 // parseFolded reads a folded sum, and adds it to what is reserved.
 func (l *Ledger) parseFolded(f *quotav1alpha1.FoldedReservations) Folded {
 	if f == nil || f.Count == 0 {
@@ -497,15 +514,18 @@ func (l *Ledger) Limited(list resources.List) resources.List {
 // limited only on member clusters can take, at best, what the roomiest of its cluster and group limits can
 // (clusters.go): a waiting binding is requeued when that could fit it.
 func (l *Ledger) Headroom(used resources.List) resources.List {
+	return l.headroom(used, l.MemberRoom())
+}
+
+// headroom is Headroom given the room on members (MemberRoom), which a recount reads for itself too.
+func (l *Ledger) headroom(used, memberRoom resources.List) resources.List {
 	out := make(resources.List, len(l.hard))
 	for name, hard := range l.hard {
 		out[name] = resources.Sub(resources.Sub(hard, used[name]), l.reserved[name])
 	}
-	if l.onMembers != nil {
-		for name, room := range l.onMembers.bestRoom() {
-			if _, limitedInAll := l.hard[name]; !limitedInAll {
-				out[name] = room
-			}
+	for name, room := range memberRoom {
+		if _, limitedInAll := l.hard[name]; !limitedInAll {
+			out[name] = room
 		}
 	}
 	return out

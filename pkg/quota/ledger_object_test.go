@@ -129,3 +129,30 @@ func TestLedgerOf(t *testing.T) {
 		t.Errorf("a ledger without an owner, or none, was taken")
 	}
 }
+
+// TestLedgerObject: a write starts from the quota's own ledger as stored, from nothing, or from one a deleted quota
+// of the same name left, of which only its identity is kept.
+func TestLedgerObject(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Obj()
+	fresh := LedgerObject(q, nil)
+	if fresh.Namespace != "ns" || fresh.Name != "team" || fresh.ResourceVersion != "" || LedgerOf(fresh, q) != fresh {
+		t.Errorf("without a stored ledger: %+v, want a new one named as the quota and owned by it", fresh)
+	}
+
+	owned := utiltesting.MoveToLedger(q.DeepCopy())
+	owned.ResourceVersion = "7"
+	owned.Observed = &quotav1alpha1.LedgerObserved{Used: list("cpu", "1")}
+	if got := LedgerObject(q, owned); got == owned || !cmp.Equal(got, owned) {
+		t.Errorf("the quota's own ledger: %+v, want a copy of %+v", got, owned)
+	}
+
+	other := q.DeepCopy()
+	other.UID = "uid-of-a-new-quota"
+	replaced := LedgerObject(other, owned)
+	if replaced.ResourceVersion != "7" || replaced.Observed != nil || LedgerOf(replaced, other) != replaced {
+		t.Errorf("a ledger left by a deleted quota: %+v, want its resourceVersion, no usage of it, owned by the new quota", replaced)
+	}
+	if LedgerOf(owned, q) != owned {
+		t.Error("replacing changed the stored object")
+	}
+}

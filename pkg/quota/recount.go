@@ -215,8 +215,8 @@ func Recount(l *Ledger, o Observation) Tally {
 			l.onMembers.used[cluster] = l.onMembers.limited(used)
 		}
 	}
-	t.Headroom = l.Headroom(t.Used)
 	t.MemberRoom = l.MemberRoom()
+	t.Headroom = l.headroom(t.Used, t.MemberRoom)
 	t.UntilExpiry = l.untilFirstExpiry(o.Now)
 	return t
 }
