@@ -70,6 +70,8 @@ type ObservedWork struct {
 	// Asks is what it asks that member to run, read for its binding (interpreter.Workload.OnMember): sets that
 	// name no priority class are at their binding's.
 	Asks []usage.Placed
+	// Deleting says Karmada is deleting it (Recount charges it nothing beyond its binding's placement).
+	Deleting bool
 }
 
 // Tally is what a recount found, and did to the ledger.
@@ -157,7 +159,11 @@ func Recount(l *Ledger, o Observation) Tally {
 			continue
 		}
 		for _, w := range worksOf[rb.Name] {
-			if !RenderedFrom(rb, w.BindingID) || !Targets(rb, w.Cluster) {
+			// A Work being deleted is on its way out, as one of a cluster the binding left (Targets): Karmada does
+			// not update it, and sends the binding's placement there in a new Work once it is gone. A binding that
+			// left a cluster and comes back while its old Work is still being deleted (the member unreachable) is
+			// admitted what it places there, and charging the old Work's ask would take more than was admitted.
+			if w.Deleting || !RenderedFrom(rb, w.BindingID) || !Targets(rb, w.Cluster) {
 				continue
 			}
 			if u.Works == nil {

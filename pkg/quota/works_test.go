@@ -592,3 +592,33 @@ func TestRecountWorksOfAClusterLeft(t *testing.T) {
 		t.Errorf("settled %v, want the Work's reservation", got.Settled)
 	}
 }
+
+// TestRecountWorksBeingDeleted: a binding that left a member and came back while its old Work there was still
+// being deleted (the member unreachable: Karmada does not update a Work being deleted) is charged what it places
+// there, what its move back was admitted, not what the old Work asks; the Work's own reservation still settles.
+func TestRecountWorksBeingDeleted(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "100"))
+	web := utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1")).Cluster("member1", 2).Cluster("member2", 1)
+	old := observedWork("web", "member2", 2, asked("member2", "", 3, 1000))
+	old.Deleting = true
+	current := observedWork("web", "member1", 1, asked("member1", "", 2, 1000))
+	reserveFor(q, workOwner(old.Namespace, old.Name, old.UID), 2, list("cpu", "3"), now.Add(time.Minute))
+	got := Recount(newLedger(t, q.Obj()), Observation{
+		Bindings: bindingsOf([]*utiltesting.BindingWrapper{web}), Works: []ObservedWork{old, current}, Now: now,
+	})
+	if got.Used[requestsCPU] != 3000 || got.Clusters["member2"][requestsCPU] != 1000 {
+		t.Errorf("used cpu %dm, member2 %dm; want 3000m, 1000m: the placement alone", got.Used[requestsCPU], got.Clusters["member2"][requestsCPU])
+	}
+	if len(got.Settled) != 1 {
+		t.Errorf("settled %v, want the Work's reservation", got.Settled)
+	}
+
+	// Not being deleted, the same Work is what the member is asked to run.
+	old.Deleting = false
+	got = Recount(newLedger(t, q.Obj()), Observation{
+		Bindings: bindingsOf([]*utiltesting.BindingWrapper{web}), Works: []ObservedWork{old, current}, Now: now,
+	})
+	if got.Used[requestsCPU] != 5000 {
+		t.Errorf("used cpu %dm, want 5000m: member2's Work asks 3", got.Used[requestsCPU])
+	}
+}
