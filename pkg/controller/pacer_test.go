@@ -271,13 +271,14 @@ func TestReconcileFoldsALongList(t *testing.T) {
 }
 
 // TestReconcileDecidesOnItsOwnWrite: the cache lags behind the controller's own writes of the status and of the
-// ledger (which it created); the next recount starts from what those writes returned instead of losing a race
-// against them, and reads nothing from the apiserver.
+// ledger; the next recount starts from what those writes returned instead of losing a race against them, and reads
+// nothing from the apiserver.
 func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
-	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
-	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
-	// The first recount creates the ledger. From then on the cache is frozen at the quota and the ledger as they
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	// The ledger as the webhook's first admission created it.
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
+	// The first recount writes the ledger. From then on the cache is frozen at the quota and the ledger as they
 	// were before that recount's writes, and the apiserver reader must not be used.
 	f.mustReconcile(t, "team")
 	frozenQuota := f.quota(t, "team")
@@ -320,7 +321,7 @@ func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	if diff := cmp.Diff(list("cpu", "3"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
 		t.Errorf("used (-want +got):\n%s", diff)
 	}
-	// Created once, then updated: the second recount did not create it again.
+	// Each recount wrote it once: the second one on the first's write, not on the frozen copy.
 	f.checkLedgerOf(t, "team")
 	if got := f.ledgerWrites.Load(); got != 2 {
 		t.Errorf("ledger writes = %d, want 2", got)

@@ -20,37 +20,46 @@ import (
 //
 // This happens when an admitted write loses a race after admission: a requeue (or any other spec write) lands
 // first, the apiserver re-runs admission for its retry under a new generation, and the first attempt's
-// reservation arrives after the controller recounted for that binding's event. No binding event follows,
-// because every later placement is refused on that very reservation; without this, it would hold the quota until
-// it expires. Other writes, the webhook's reservations for writes still in flight, pass nothing: they are settled
-// by the binding event their write causes.
+// reservation arrives after the controller recounted for that binding's event. It happens too when the webhook
+// creates a quota's ledger (the controller makes none for a quota that reserves nothing) and the binding's event
+// was recounted before the controller saw the ledger. No binding event follows, because every later placement is
+// refused on that very reservation; without this, it would hold the quota until it expires. Other writes, the
+// webhook's reservations for writes still in flight, pass nothing: they are settled by the binding event their
+// write causes.
 func settleableReservation(bindings client.Reader) predicate.Funcs {
 	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool {
+			return settlesAny(bindings, e.Object, nil)
+		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, updated := reservationsOf(e.ObjectOld), reservationsOf(e.ObjectNew)
+			old := reservationsOf(e.ObjectOld)
 			seen := make(map[reservationKey]bool, len(old))
 			for _, r := range old {
 				seen[keyOf(r)] = true
 			}
-			for _, r := range updated {
-				if seen[keyOf(r)] {
-					continue
-				}
-				var rb workv1alpha2.ResourceBinding
-				err := bindings.Get(context.Background(), client.ObjectKey{Namespace: e.ObjectNew.GetNamespace(), Name: r.ReservedBy.Name}, &rb)
-				if err != nil {
-					continue // not observed yet: its own event will settle it
-				}
-				if (quota.Observed{UID: rb.UID, Generation: rb.Generation}).Settles(quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}) {
-					return true
-				}
-			}
-			return false
+			return settlesAny(bindings, e.ObjectNew, seen)
 		},
 	}
+}
+
+// settlesAny reports whether obj holds a reservation, not among seen, whose binding write has been observed.
+func settlesAny(bindings client.Reader, obj client.Object, seen map[reservationKey]bool) bool {
+	for _, r := range reservationsOf(obj) {
+		if seen[keyOf(r)] {
+			continue
+		}
+		var rb workv1alpha2.ResourceBinding
+		err := bindings.Get(context.Background(), client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.ReservedBy.Name}, &rb)
+		if err != nil {
+			continue // not observed yet: its own event will settle it
+		}
+		if (quota.Observed{UID: rb.UID, Generation: rb.Generation}).Settles(quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}) {
+			return true
+		}
+	}
+	return false
 }
 
 // reservationsOf lists the reservations a ledger, or a quota's status, holds.

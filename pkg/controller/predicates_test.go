@@ -68,13 +68,20 @@ func TestSettleableReservation(t *testing.T) {
 				}
 			})
 		}
+		if tc.oldQuota != base {
+			continue
+		}
+		// The webhook creates the ledger of a quota that had none with the first reservation; the binding's
+		// event may have been recounted before the controller saw the ledger.
+		t.Run("ledger created: "+name, func(t *testing.T) {
+			if got := p.Create(event.CreateEvent{Object: utiltesting.MoveToLedger(tc.newQuota.Obj())}); got != tc.want {
+				t.Errorf("Create() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 
-	if p.Create(event.CreateEvent{Object: base.Obj()}) {
-		t.Error("a create passed: the generation predicate is the one that handles creates")
-	}
-	if p.Create(event.CreateEvent{Object: utiltesting.MoveToLedger(reserve(web, 3).Obj())}) {
-		t.Error("a ledger's create passed: a ledger is created with the reservation the write that caused it settles")
+	if p.Create(event.CreateEvent{Object: base.Obj()}) || p.Create(event.CreateEvent{Object: utiltesting.MoveToLedger(base.Obj())}) {
+		t.Error("the create of a quota or a ledger without reservations passed")
 	}
 	if p.Delete(event.DeleteEvent{Object: utiltesting.MoveToLedger(reserve(web, 3).Obj())}) {
 		t.Error("a ledger's delete passed: the deleted predicate is the one that handles deletes")

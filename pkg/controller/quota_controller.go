@@ -168,18 +168,26 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	members := r.members.observe(&q, ledger, tally.Clusters, now)
 	status := renderStatus(&q, ledger, tally, unclassified, members, joined, now)
 
-	// The ledger first: it settles the reservations and records used in one write, and only then may the quota's
-	// status stop listing reservations an earlier release's webhook wrote there (they are in the ledger now).
-	if err := r.writeLedger(ctx, &q, stored, ledger, tally); err != nil {
-		return failed(err)
+	// A quota without a ledger that reserves nothing gets none: admission decides on its status then
+	// (quota.NewLedger), and the first admission that reserves creates it. A new quota's first recount (a cold
+	// start's) writes once instead of twice.
+	ledgerless := stored == nil && !ledger.Reserves()
+	if !ledgerless {
+		// The ledger first: it settles the reservations and records used in one write, and only then may the
+		// quota's status stop listing reservations an earlier release's webhook wrote there (they are in the
+		// ledger now).
+		if err := r.writeLedger(ctx, &q, stored, ledger, tally); err != nil {
+			return failed(err)
+		}
 	}
 	// Settled once the ledger write landed, whatever becomes of the status write: a retry finds nothing to settle.
 	r.announceSettled(&q, tally)
 	drifted := r.state.drifted(key, q.UID, &q.Status)
-	// A status that only moves its counts waits for the status interval (statusPacer); admission decides on the
-	// ledger just written. Status someone else changed is repaired at once.
+	// A status that only moves its counts waits for the status interval (statusPacer) when admission decides on
+	// the ledger just written; without a ledger, admission decides on the status, which is written at once. Status
+	// someone else changed is repaired at once.
 	var statusWait time.Duration
-	if !drifted {
+	if !drifted && !ledgerless {
 		statusWait = r.statusPacer.wait(key, &q.Status, status)
 	}
 	if statusWait == 0 {
@@ -277,9 +285,10 @@ func (r *QuotaReconciler) readLedger(ctx context.Context, key types.NamespacedNa
 }
 
 // writeLedger writes what the recount settled into the quota's ledger object, when it changed: the reservations
-// left, and the usage observed. It creates the ledger of a quota without one (or replaces one a deleted quota of
-// the same name left), so that the webhook decides on the usage this recount observed. The write carries the
-// resourceVersion read: a reservation the webhook added since makes it lose the race, and the retry reads again.
+// left, and the usage observed. It creates the ledger of a quota without one that holds reservations (those an
+// earlier release's webhook listed in the quota's status), and replaces one a deleted quota of the same name left,
+// so that the webhook decides on the usage this recount observed. The write carries the resourceVersion read: a
+// reservation the webhook added since makes it lose the race, and the retry reads again.
 func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger,
 	ledger *quota.Ledger, tally quota.Tally) error {
 	obj := quota.LedgerObject(q, stored)

@@ -279,12 +279,13 @@ func TestReconcileStatus(t *testing.T) {
 	if got := f.statusWrites.Load(); got != 1 {
 		t.Errorf("status writes = %d, want 1", got)
 	}
-	// The first recount creates the quota's ledger: what the webhook decides on.
-	if l := f.checkLedgerOf(t, "team"); len(l.Reservations) != 0 || l.FoldedReservations != nil || len(l.Observed.Clusters) != 0 {
-		t.Errorf("ledger = %+v, want no reservations and no clusters (the quota limits none)", l)
+	// No admission reserved on the quota: it gets no ledger, the webhook decides on its status until the first
+	// admission creates one. The first recount writes once.
+	if l := f.ledger(t, "team"); l != nil {
+		t.Errorf("ledger = %+v, want none", l)
 	}
-	if got := f.ledgerWrites.Load(); got != 1 {
-		t.Errorf("ledger writes = %d, want 1", got)
+	if got := f.ledgerWrites.Load(); got != 0 {
+		t.Errorf("ledger writes = %d, want 0", got)
 	}
 
 	snapshots := f.state.Snapshots()
@@ -608,14 +609,13 @@ func TestReconcileReplacesLedgerOfDeletedQuota(t *testing.T) {
 	later := t0.Add(time.Minute)
 
 	cases := map[string]struct {
-		// cacheLags hides the old ledger from the cache: the controller creates one, loses to the stored one, and
-		// replaces it on the retry.
-		cacheLags     bool
-		wantConflicts float64
-		wantWrites    int32
+		// cacheLags hides the old ledger from the cache for a first recount: the controller takes the quota for
+		// one without a ledger and writes its status alone (the webhook, which reads the old ledger, takes it for
+		// none too); the recount after the cache caught up replaces it.
+		cacheLags bool
 	}{
-		"the cache has the old ledger": {wantWrites: 1},
-		"the cache has not seen it":    {cacheLags: true, wantConflicts: 1, wantWrites: 2},
+		"the cache has the old ledger": {},
+		"the cache has not seen it":    {cacheLags: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -643,6 +643,16 @@ func TestReconcileReplacesLedgerOfDeletedQuota(t *testing.T) {
 			settled, expired := counter(metrics.ReservationsSettled), counter(metrics.ReservationsExpired)
 
 			result := f.mustReconcile(t, "team")
+			if tc.cacheLags {
+				if l := f.mustLedger(t, "team"); l.OwnerReferences[0].UID != deleted.UID || f.ledgerWrites.Load() != 0 {
+					t.Errorf("ledger = %+v after %d writes, want the deleted quota's, unwritten", l, f.ledgerWrites.Load())
+				}
+				if diff := cmp.Diff(list("cpu", "1"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
+					t.Errorf("used while the cache lags (-want +got):\n%s", diff)
+				}
+				f.reconciler.client = f.client
+				result = f.mustReconcile(t, "team")
+			}
 
 			l := f.checkLedgerOf(t, "team")
 			if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != q.UID {
@@ -671,11 +681,11 @@ func TestReconcileReplacesLedgerOfDeletedQuota(t *testing.T) {
 			if diff := cmp.Diff(ctrl.Result{}, result); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
-			if got := f.ledgerWrites.Load(); got != tc.wantWrites {
-				t.Errorf("ledger writes = %d, want %d", got, tc.wantWrites)
+			if got := f.ledgerWrites.Load(); got != 1 {
+				t.Errorf("ledger writes = %d, want 1", got)
 			}
-			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != tc.wantConflicts {
-				t.Errorf("StatusConflicts{writer=controller} grew by %v, want %v", got, tc.wantConflicts)
+			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 0 {
+				t.Errorf("StatusConflicts{writer=controller} grew by %v, want 0", got)
 			}
 			// They were another quota's: not settled or expired by this one.
 			if got := counter(metrics.ReservationsSettled) - settled; got != 0 {
@@ -688,11 +698,12 @@ func TestReconcileReplacesLedgerOfDeletedQuota(t *testing.T) {
 	}
 }
 
-// TestReconcileWritesOnlyChanges writes the status and the ledger once, and not again while nothing changes; a
-// change to the spec or to the bindings is written.
+// TestReconcileWritesOnlyChanges writes the status and the ledger (the webhook's first admission created it) once,
+// and not again while nothing changes; a change to the spec or to the bindings is written.
 func TestReconcileWritesOnlyChanges(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
-	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
 
 	f.mustReconcile(t, "team")
 	rv := f.quota(t, "team").ResourceVersion
@@ -766,6 +777,12 @@ func TestReconcileConflictRetried(t *testing.T) {
 		q := withWeb()
 		return []client.Object{utiltesting.MoveToLedger(q), q}
 	}
+	// pending's write is still in flight: its reservation stays.
+	pending := utiltesting.MakeBinding(ns, "pending")
+	pendingReservation := quotav1alpha1.Reservation{
+		ReservedBy: utiltesting.ReservationOwner(pending.Obj()), Generation: 1,
+		Reserved: list("cpu", "1"), ExpirationTime: metav1.NewTime(expires),
+	}
 
 	cases := map[string]struct {
 		objs []client.Object
@@ -774,6 +791,9 @@ func TestReconcileConflictRetried(t *testing.T) {
 		// wantCalls counts the writes funcs intercept; wantLedgerWrites and wantStatusWrites every write, the lost
 		// one included.
 		wantCalls, wantLedgerWrites, wantStatusWrites int32
+		// wantReserved and wantReservations are what is reserved after the recount; late's reservation when nil.
+		wantReserved     corev1.ResourceList
+		wantReservations []quotav1alpha1.Reservation
 	}{
 		"the ledger's update loses to the webhook's": {
 			objs: inLedger(),
@@ -796,10 +816,11 @@ func TestReconcileConflictRetried(t *testing.T) {
 			},
 			wantCalls: 2, wantLedgerWrites: 2, wantStatusWrites: 1,
 		},
-		// During an upgrade: web's reservation is in status (an earlier release's webhook), and this release's
-		// webhook makes the first ledger.
+		// During an upgrade: web's and pending's reservations are in status (an earlier release's webhook), the
+		// controller makes a ledger to hold pending's, and this release's webhook makes the first ledger.
 		"the ledger's create loses to the webhook's": {
-			objs: []client.Object{withWeb()},
+			objs: []client.Object{team.Clone().Reservation(web.Obj(), 1, list("cpu", "1"), expires).
+				Reservation(pending.Obj(), 1, list("cpu", "1"), expires).Obj()},
 			funcs: func(calls *atomic.Int32) interceptor.Funcs {
 				return interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if ledger, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok && calls.Add(1) == 1 {
@@ -818,6 +839,7 @@ func TestReconcileConflictRetried(t *testing.T) {
 			},
 			// The create lost; the retry updates the webhook's ledger.
 			wantCalls: 1, wantLedgerWrites: 2, wantStatusWrites: 1,
+			wantReserved: list("cpu", "3"), wantReservations: []quotav1alpha1.Reservation{lateReservation, pendingReservation},
 		},
 		"the status write loses to an earlier release's webhook": {
 			objs: inLedger(),
@@ -842,6 +864,9 @@ func TestReconcileConflictRetried(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
+		if tc.wantReserved == nil {
+			tc.wantReserved, tc.wantReservations = list("cpu", "2"), []quotav1alpha1.Reservation{lateReservation}
+		}
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
 			f := newFixture(t, tc.funcs(&calls), append([]client.Object{web.Obj()}, tc.objs...)...)
@@ -857,7 +882,7 @@ func TestReconcileConflictRetried(t *testing.T) {
 				ObservedGeneration: 1,
 				Hard:               list("cpu", "10"),
 				Used:               list("cpu", "1"),
-				Reserved:           list("cpu", "2"),
+				Reserved:           tc.wantReserved,
 				Clusters:           []quotav1alpha1.ClusterUsage{{Name: "member1", Used: list("cpu", "1")}},
 				Summary:            "cpu: 1/10",
 				Conditions:         []metav1.Condition{ready(1, t0)},
@@ -865,7 +890,7 @@ func TestReconcileConflictRetried(t *testing.T) {
 			if diff := cmp.Diff(want, f.quota(t, "team").Status, statusOpts); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]quotav1alpha1.Reservation{lateReservation}, f.checkLedgerOf(t, "team").Reservations, statusOpts); diff != "" {
+			if diff := cmp.Diff(tc.wantReservations, f.checkLedgerOf(t, "team").Reservations, statusOpts); diff != "" {
 				t.Errorf("ledger's reservations (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(ctrl.Result{RequeueAfter: time.Minute + time.Second}, result); diff != "" {
@@ -1210,7 +1235,9 @@ func TestReconcileDrift(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
+			// The quota has a ledger: an admission created it.
+			team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+			f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
 			f.mustReconcile(t, "team")
 			want := f.quota(t, "team").Status
 			if tc.wantReserved != nil {
@@ -1433,8 +1460,9 @@ func TestReconcileKeepsStatusFoldedOnce(t *testing.T) {
 	f.mustReconcile(t, "team")
 	f.mustReconcile(t, "team")
 
-	if l := f.mustLedger(t, "team"); l.FoldedReservations != nil {
-		t.Errorf("ledger folded %+v, want none: the status's stays in status", l.FoldedReservations)
+	// Nothing else is reserved: the quota needs no ledger.
+	if l := f.ledger(t, "team"); l != nil {
+		t.Errorf("ledger %+v, want none: the status's folded sum stays in status", l)
 	}
 	status := f.quota(t, "team").Status
 	if status.FoldedReservations == nil || status.FoldedReservations.Count != 3 {
@@ -1445,30 +1473,36 @@ func TestReconcileKeepsStatusFoldedOnce(t *testing.T) {
 	}
 }
 
-// TestReconcileWritesADeletedLedgerAgain: a ledger deleted by hand is written again by the recount its deletion
-// causes, from the bindings: the controller does not take its memory of its last write for the ledger.
-func TestReconcileWritesADeletedLedgerAgain(t *testing.T) {
+// TestReconcileLedgerDeletedByHand: a ledger deleted by hand is not written again from the controller's memory of
+// its last write: the quota goes on without one, its status (written at once) what the webhook decides on, until an
+// admission creates a ledger again.
+func TestReconcileLedgerDeletedByHand(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
-	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
+	f.reconciler.statusPacer = newStatusPacer(5*time.Second, f.clock.Now)
 	f.mustReconcile(t, "team")
 	if err := f.client.Delete(context.Background(), f.mustLedger(t, "team")); err != nil {
 		t.Fatal(err)
 	}
 	f.mustReconcile(t, "team")
-	l := f.checkLedgerOf(t, "team")
-	if diff := cmp.Diff(list("cpu", "1"), l.Observed.Used, statusOpts); diff != "" {
-		t.Errorf("observed used (-want +got):\n%s", diff)
+	if l := f.ledger(t, "team"); l != nil {
+		t.Errorf("ledger written again: %+v", l)
 	}
 
-	// And recounts go on writing it.
+	// And recounts go on writing the status at once.
+	f.clock.Step(time.Second)
 	rb := f.binding(t, "web")
 	rb.Spec.Clusters[0].Replicas = 2
 	if err := f.client.Update(context.Background(), rb); err != nil {
 		t.Fatal(err)
 	}
 	f.mustReconcile(t, "team")
-	if diff := cmp.Diff(list("cpu", "2"), f.mustLedger(t, "team").Observed.Used, statusOpts); diff != "" {
-		t.Errorf("observed used after a binding change (-want +got):\n%s", diff)
+	if diff := cmp.Diff(list("cpu", "2"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
+		t.Errorf("status used after a binding change (-want +got):\n%s", diff)
+	}
+	if l := f.ledger(t, "team"); l != nil {
+		t.Errorf("ledger written again: %+v", l)
 	}
 }
 
@@ -1477,8 +1511,8 @@ func TestReconcileWritesADeletedLedgerAgain(t *testing.T) {
 // ledger follow the new spec, not the cache's.
 func TestReconcileReadsAFencedSpec(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
-	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
-	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team.Obj())
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
 	f.mustReconcile(t, "team")
 	stale := f.quota(t, "team")
 

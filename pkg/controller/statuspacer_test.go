@@ -68,7 +68,9 @@ func TestStatusPacer(t *testing.T) {
 // and shows the counts in the metrics, writes the status at the end of the interval, and requeues itself for it.
 func TestReconcileHoldsCountsBack(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
-	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	// The ledger an admission created: what the webhook decides on.
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
 	f.reconciler.statusPacer = newStatusPacer(5*time.Second, f.clock.Now)
 	f.mustReconcile(t, "team")
 	if got := f.statusWrites.Load(); got != 1 {
@@ -118,5 +120,34 @@ func TestReconcileHoldsCountsBack(t *testing.T) {
 	f.mustReconcile(t, "team")
 	if diff := cmp.Diff(list("cpu", "3"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
 		t.Errorf("status used after a hand edit (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileWritesCountsAtOnceWithoutALedger: a quota no admission has reserved on has no ledger, and the webhook
+// decides on its status: the status interval does not hold its counts back, and no ledger is made for it.
+func TestReconcileWritesCountsAtOnceWithoutALedger(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
+	f.reconciler.statusPacer = newStatusPacer(5*time.Second, f.clock.Now)
+	f.mustReconcile(t, "team")
+
+	f.clock.Step(time.Second)
+	rb := f.binding(t, "web")
+	rb.Spec.Clusters[0].Replicas = 3
+	if err := f.client.Update(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	result := f.mustReconcile(t, "team")
+	if got := f.statusWrites.Load(); got != 2 {
+		t.Errorf("status writes = %d, want 2: without a ledger, counts are written at once", got)
+	}
+	if diff := cmp.Diff(list("cpu", "3"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
+		t.Errorf("status used (-want +got):\n%s", diff)
+	}
+	if result.RequeueAfter != 0 {
+		t.Errorf("requeued after %s, want nothing to come back for", result.RequeueAfter)
+	}
+	if l := f.ledger(t, "team"); l != nil || f.ledgerWrites.Load() != 0 {
+		t.Errorf("ledger %+v after %d writes, want none", l, f.ledgerWrites.Load())
 	}
 }

@@ -546,6 +546,12 @@ func (l *Ledger) Reservations() []Reservation {
 	return l.reservations
 }
 
+// Reserves reports whether the ledger holds a reservation or a folded sum of its own (a folded sum the quota's
+// status holds stays there).
+func (l *Ledger) Reserves() bool {
+	return len(l.reservations) > 0 || l.folded.Count > 0
+}
+
 // WriteTo renders the reservations into the ledger object, in the author's resource names, sorted so that an
 // unchanged ledger renders an unchanged object, and raises its fence to the spec decided on.
 func (l *Ledger) WriteTo(obj *quotav1alpha1.KarmadaQuotaLedger) {
