@@ -244,6 +244,13 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 			results[i] = quotaExceeded(d.Denials[i], batch[i].NotSteered)
 		}
 	}
+	for j := range ledgers {
+		if d.Changed[j] {
+			if err := a.ensureNewestSpec(ctx, books[j]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for j, l := range ledgers {
 		if !d.Changed[j] {
 			continue
@@ -260,10 +267,32 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 
 // book is one quota as an attempt reads it: the quota, and its ledger object as stored (nil when there is none). A
 // ledger left by a deleted quota of the same name is kept too, to be replaced by the write (quota.LedgerObject);
-// decisions see it as none (quota.LedgerOf).
+// decisions see it as none (quota.LedgerOf). fresh says the quota was read from the apiserver.
 type book struct {
 	quota  *quotav1alpha1.KarmadaQuota
 	ledger *quotav1alpha1.KarmadaQuotaLedger
+	fresh  bool
+}
+
+// ensureNewestSpec makes sure a write that creates b's ledger was decided on the quota's spec as stored: the
+// ledger's creator fences it at the spec it decided on, and a quota without a ledger has no fence a newer spec
+// could have raised (QuotaValidator.fence). A quota most admissions leave alone (one limiting what they do not
+// use) never gets a ledger, so its copy in the informer is read from the apiserver only when a write is about to
+// create one, not on every batch. A newer spec is a lost race: the batch is decided again, on the quota read from
+// the apiserver (readNewest).
+func (a *Admitter) ensureNewestSpec(ctx context.Context, b book) error {
+	if b.fresh || quota.LedgerOf(b.ledger, b.quota) != nil {
+		return nil
+	}
+	var stored quotav1alpha1.KarmadaQuota
+	err := a.reader.Get(ctx, client.ObjectKeyFromObject(b.quota), &stored)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading quota %s: %w", b.quota.Name, err)
+	}
+	if err != nil || stored.UID != b.quota.UID || stored.Generation != b.quota.Generation {
+		return conflictError{quota: b.quota.Name}
+	}
+	return nil
 }
 
 // write writes l into b's ledger object: an update with the version read as precondition, or a create for a quota
@@ -317,8 +346,8 @@ func (a *Admitter) cannotCommit(ctx context.Context, p *pending, f quota.Freshne
 // ledger is the newer of the informer's copy and this process's last write; one whose write lost a race (in stale,
 // with the version that lost) must be newer than that: the informer usually has the winner's write a moment later,
 // and the apiserver is read only when it has not. A quota is the informer's copy, read from the apiserver instead
-// when its ledger is fenced at a newer generation or when it has none yet (whoever creates the ledger fences it at
-// the spec it decided on, which must be the newest stored).
+// when its ledger is fenced at a newer generation, or when it has none and an earlier attempt was about to create
+// it (stale; ensureNewestSpec).
 func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[string]string) ([]book, error) {
 	known, err := a.quotas.Read(ctx, namespace)
 	if err != nil {
@@ -350,9 +379,10 @@ func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[s
 				stored = nil
 			}
 		}
-		q := &cached[i]
-		if owned := quota.LedgerOf(stored, q); owned == nil || owned.QuotaGeneration > q.Generation {
-			q = &quotav1alpha1.KarmadaQuota{}
+		q, fresh := &cached[i], false
+		_, lost := stale[key.Name]
+		if owned := quota.LedgerOf(stored, q); (owned == nil && lost) || (owned != nil && owned.QuotaGeneration > q.Generation) {
+			q, fresh = &quotav1alpha1.KarmadaQuota{}, true
 			if err := a.reader.Get(ctx, key, q); err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
@@ -360,7 +390,7 @@ func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[s
 				return nil, fmt.Errorf("reading quota %s: %w", key.Name, err)
 			}
 		}
-		out = append(out, book{quota: q, ledger: stored})
+		out = append(out, book{quota: q, ledger: stored, fresh: fresh})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].quota.Name < out[j].quota.Name })
 	return out, nil

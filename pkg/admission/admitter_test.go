@@ -1435,9 +1435,9 @@ func TestAdmitCreatesLedger(t *testing.T) {
 }
 
 // TestAdmitDecidesOnTheNewestSpec: the informer's copy of a quota can be older than its spec as stored. Whenever
-// that can matter (the quota has no ledger object yet, or its ledger is fenced at a newer generation than the
-// copy's), the decision is taken on the quota read from the apiserver: once a quota's author lowered hard, no
-// admission is decided against the old limit.
+// that can matter (a write is about to create the quota's ledger, or its ledger is fenced at a newer generation
+// than the copy's), the decision is taken on the quota read from the apiserver: once a quota's author lowered hard,
+// no admission is decided against the old limit.
 func TestAdmitDecidesOnTheNewestSpec(t *testing.T) {
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2)
@@ -1457,8 +1457,8 @@ func TestAdmitDecidesOnTheNewestSpec(t *testing.T) {
 		wantQuotaGets, wantLedgerGets int32
 		wantConflicts                 float64
 	}{
-		"no ledger yet: the quota is read from the apiserver": {
-			lowered: true, wantErr: refused, wantQuotaGets: 1,
+		"no ledger yet: the write that would create it reads the quota from the apiserver, finds the new spec, and the batch is decided again on it": {
+			lowered: true, wantErr: refused, wantQuotaGets: 2, wantLedgerGets: 1,
 		},
 		"a ledger fenced past the informer's quota: the quota is read from the apiserver": {
 			ledger: true, lowered: true, informerFenced: true, wantErr: refused, wantQuotaGets: 1,
@@ -1601,5 +1601,41 @@ func onLedgerWrites(around func(ctx context.Context, c client.Client, obj client
 			}
 			return around(ctx, c, obj, func() error { return c.Update(ctx, obj, opts...) })
 		},
+	}
+}
+
+// TestAdmitLeavesAQuotaWithoutALedgerUnread: a quota without a ledger is decided on the informer's copy unless a
+// write is about to create its ledger. One limiting what the namespace's workloads do not use (object counts of
+// another kind) never gets a ledger, and costs no read of the apiserver per batch; nor does a refusal.
+func TestAdmitLeavesAQuotaWithoutALedgerUnread(t *testing.T) {
+	compute := utiltesting.MakeQuota(ns, "compute").Hard(list("cpu", "2")).Obj()
+	objects := utiltesting.MakeQuota(ns, "objects").Hard(list("count/services", "5")).Obj()
+	apiserver := newClient(nil, append(withLedger(compute), objects)...)
+	informer := newClient(nil, append(withLedger(compute), objects)...)
+	reads := map[string]int{}
+	var mu sync.Mutex
+	reader := interceptor.NewClient(apiserver, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			mu.Lock()
+			reads[fmt.Sprintf("%T %s", obj, key.Name)]++
+			mu.Unlock()
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	a := NewAdmitter(NewQuotaReader(informer, nil), reader, reader, apiserver, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj()
+	if err := a.Admit(context.Background(), request(t, web, nil)); err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	api := utiltesting.MakeBinding(ns, "api").Requests(list("cpu", "1")).Cluster("member1", 1).Obj()
+	checkError(t, &wantError{Code: http.StatusForbidden, Reason: ReasonQuotaExceeded,
+		Messages: []string{"exceeded quota: compute, cpu: requested 1, used 0, reserved 2, hard 2"}}, a.Admit(context.Background(), request(t, api, nil)))
+
+	if len(reads) != 0 {
+		t.Errorf("reads of the apiserver %v, want none", reads)
+	}
+	if l := getLedger(t, apiserver, "objects"); l != nil {
+		t.Errorf("quota objects got a ledger %+v: nothing was reserved on it", l)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -365,13 +366,19 @@ func createBinding(b *utiltesting.BindingWrapper) {
 	Expect(k8s.Status().Update(ctx, rb)).To(Succeed())
 }
 
-// moveToLedger writes the reservations listed in q's status into its ledger, which the controller's recount made,
-// as the webhook would have, and leaves their sum in q's status, as the controller shows it.
+// moveToLedger writes the reservations listed in q's status into its ledger, as the webhook would have (creating
+// it for a quota nothing was reserved on before), and leaves their sum in q's status, as the controller shows it.
 func moveToLedger(q *quotav1alpha1.KarmadaQuota) {
 	GinkgoHelper()
-	var stored quotav1alpha1.KarmadaQuotaLedger
-	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: q.Namespace, Name: q.Name}, &stored)).To(Succeed())
 	moved := utiltesting.MoveToLedger(q)
+	var stored quotav1alpha1.KarmadaQuotaLedger
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: q.Namespace, Name: q.Name}, &stored)
+	if apierrors.IsNotFound(err) {
+		// Nothing was reserved on the quota before: the first admission creates its ledger.
+		Expect(k8s.Create(ctx, moved)).To(Succeed())
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
 	stored.Reservations, stored.ReservationCount = moved.Reservations, moved.ReservationCount
 	Expect(k8s.Update(ctx, &stored)).To(Succeed())
 }
