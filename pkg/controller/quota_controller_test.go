@@ -210,6 +210,16 @@ func (f *fixture) binding(t *testing.T, name string) *workv1alpha2.ResourceBindi
 	return &rb
 }
 
+// place sets what the binding places on its first cluster, as a scheduler's write would.
+func (f *fixture) place(t *testing.T, name string, replicas int32) {
+	t.Helper()
+	rb := f.binding(t, name)
+	rb.Spec.Clusters[0].Replicas = replicas
+	if err := f.client.Update(context.Background(), rb); err != nil {
+		t.Fatalf("placing binding %s: %v", name, err)
+	}
+}
+
 // events drains the events recorded so far.
 func (f *fixture) events() []string {
 	var out []string
@@ -1492,11 +1502,7 @@ func TestReconcileLedgerDeletedByHand(t *testing.T) {
 
 	// And recounts go on writing the status at once.
 	f.clock.Step(time.Second)
-	rb := f.binding(t, "web")
-	rb.Spec.Clusters[0].Replicas = 2
-	if err := f.client.Update(context.Background(), rb); err != nil {
-		t.Fatal(err)
-	}
+	f.place(t, "web", 2)
 	f.mustReconcile(t, "team")
 	if diff := cmp.Diff(list("cpu", "2"), f.quota(t, "team").Status.Used, statusOpts); diff != "" {
 		t.Errorf("status used after a binding change (-want +got):\n%s", diff)

@@ -78,11 +78,7 @@ func TestReconcileHoldsCountsBack(t *testing.T) {
 	}
 
 	f.clock.Step(time.Second)
-	rb := f.binding(t, "web")
-	rb.Spec.Clusters[0].Replicas = 3
-	if err := f.client.Update(context.Background(), rb); err != nil {
-		t.Fatal(err)
-	}
+	f.place(t, "web", 3)
 	result := f.mustReconcile(t, "team")
 	if got := f.statusWrites.Load(); got != 1 {
 		t.Errorf("status writes = %d, want still 1: counts alone wait for the interval", got)
@@ -132,11 +128,7 @@ func TestReconcileWritesCountsAtOnceWithoutALedger(t *testing.T) {
 	f.mustReconcile(t, "team")
 
 	f.clock.Step(time.Second)
-	rb := f.binding(t, "web")
-	rb.Spec.Clusters[0].Replicas = 3
-	if err := f.client.Update(context.Background(), rb); err != nil {
-		t.Fatal(err)
-	}
+	f.place(t, "web", 3)
 	result := f.mustReconcile(t, "team")
 	if got := f.statusWrites.Load(); got != 2 {
 		t.Errorf("status writes = %d, want 2: without a ledger, counts are written at once", got)
