@@ -175,6 +175,11 @@ var _ = Describe("Usage", func() {
 			g.Expect(q.Status.Summary).To(ContainSubstring("cpu: 21/100"))
 			g.Expect(q.Status.Summary).To(ContainSubstring("memory: 35Gi/100Gi"))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
+		// Nothing was admitted: the quota's first count is its status alone. It has no ledger; the webhook decides
+		// on the status until the first admission that reserves creates one.
+		var ledger quotav1alpha1.KarmadaQuotaLedger
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "team"}, &ledger))).
+			To(BeTrue(), "a ledger was made for a quota nothing is reserved on")
 
 		// Nothing changed: a recount writes nothing.
 		rv := getQuota(ns, "team").ResourceVersion
