@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,8 +23,18 @@ import (
 // They are taken below the kernel's ephemeral range (net.ipv4.ip_local_port_range), from which every outgoing
 // connection gets its local port: a server restarted on its port (the fault suite restarts etcd and apiservers)
 // would otherwise find it taken, now and then, by some client's connection that happened to draw it meanwhile.
+//
+// A port this process handed out before is not handed out again (until half the range has been): two callers at
+// once, such as the local-kubelet starting a Deployment's two replicas together, could otherwise both find it free
+// between one's check and its server's bind (seen in the e2e suite: two webhook replicas given one port, the second
+// never listening).
 func FreePorts(n int) ([]int, error) {
 	low, high, ok := listenRange()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if ok && len(handedOut.ports) >= (high-low)/2 {
+		clear(handedOut.ports)
+	}
 	ports := make([]int, 0, n)
 	taken := map[int]bool{}
 	for attempts := 0; len(ports) < n; attempts++ {
@@ -34,7 +45,7 @@ func FreePorts(n int) ([]int, error) {
 		if ok {
 			port = low + rand.IntN(high-low)
 		}
-		if taken[port] {
+		if taken[port] || handedOut.ports[port] {
 			continue
 		}
 		// Held open until all are found, so the same port is never handed out twice.
@@ -50,8 +61,17 @@ func FreePorts(n int) ([]int, error) {
 		taken[port] = true
 		ports = append(ports, port)
 	}
+	for _, port := range ports {
+		handedOut.ports[port] = true
+	}
 	return ports, nil
 }
+
+// handedOut are the ports FreePorts returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // listenRange is where FreePorts draws from: the 16,384 ports below the ephemeral range (by default 32768-60999,
 // so 16384-32767). ok is false when the range cannot be read or starts too low to leave 4,096 ports above 1024.
