@@ -244,6 +244,7 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 			results[i] = quotaExceeded(d.Denials[i], batch[i].NotSteered)
 		}
 	}
+	// Before any write: a batch decided on an old spec is decided again whole, with nothing of it written.
 	for j := range ledgers {
 		if d.Changed[j] {
 			if err := a.ensureNewestSpec(ctx, books[j]); err != nil {

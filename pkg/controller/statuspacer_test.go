@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -71,15 +72,7 @@ func TestReconcileHoldsCountsBack(t *testing.T) {
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
 	// The ledger an admission created: what the webhook decides on.
 	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
-	f.reconciler.statusPacer = newStatusPacer(5*time.Second, f.clock.Now)
-	f.mustReconcile(t, "team")
-	if got := f.statusWrites.Load(); got != 1 {
-		t.Fatalf("status writes = %d, want 1: the first recount writes at once", got)
-	}
-
-	f.clock.Step(time.Second)
-	f.place(t, "web", 3)
-	result := f.mustReconcile(t, "team")
+	result := recountGrowthWithinTheInterval(t, f)
 	if got := f.statusWrites.Load(); got != 1 {
 		t.Errorf("status writes = %d, want still 1: counts alone wait for the interval", got)
 	}
@@ -124,12 +117,7 @@ func TestReconcileHoldsCountsBack(t *testing.T) {
 func TestReconcileWritesCountsAtOnceWithoutALedger(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	f := newFixture(t, interceptor.Funcs{}, web.Obj(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj())
-	f.reconciler.statusPacer = newStatusPacer(5*time.Second, f.clock.Now)
-	f.mustReconcile(t, "team")
-
-	f.clock.Step(time.Second)
-	f.place(t, "web", 3)
-	result := f.mustReconcile(t, "team")
+	result := recountGrowthWithinTheInterval(t, f)
 	if got := f.statusWrites.Load(); got != 2 {
 		t.Errorf("status writes = %d, want 2: without a ledger, counts are written at once", got)
 	}
@@ -142,4 +130,18 @@ func TestReconcileWritesCountsAtOnceWithoutALedger(t *testing.T) {
 	if l := f.ledger(t, "team"); l != nil || f.ledgerWrites.Load() != 0 {
 		t.Errorf("ledger %+v after %d writes, want none", l, f.ledgerWrites.Load())
 	}
+}
+
+// recountGrowthWithinTheInterval gives f's controller a 5s status interval and recounts quota team, whose first
+// status is written at once; then, a second later, web places 3 replicas, and it recounts again.
+func recountGrowthWithinTheInterval(t *testing.T, f *fixture) ctrl.Result {
+	t.Helper()
+	f.reconciler.statusPacer = newStatusPacer(5*time.Second, f.clock.Now)
+	f.mustReconcile(t, "team")
+	if got := f.statusWrites.Load(); got != 1 {
+		t.Fatalf("status writes = %d, want 1: the first recount writes at once", got)
+	}
+	f.clock.Step(time.Second)
+	f.place(t, "web", 3)
+	return f.mustReconcile(t, "team")
 }

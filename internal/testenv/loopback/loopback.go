@@ -36,7 +36,6 @@ func FreePorts(n int) ([]int, error) {
 		clear(handedOut.ports)
 	}
 	ports := make([]int, 0, n)
-	taken := map[int]bool{}
 	for attempts := 0; len(ports) < n; attempts++ {
 		if attempts > 100*n {
 			return nil, fmt.Errorf("no %d free ports on 127.0.0.1 in [%d, %d)", n, low, high)
@@ -45,7 +44,7 @@ func FreePorts(n int) ([]int, error) {
 		if ok {
 			port = low + rand.IntN(high-low)
 		}
-		if taken[port] || handedOut.ports[port] {
+		if handedOut.ports[port] {
 			continue
 		}
 		// Held open until all are found, so the same port is never handed out twice.
@@ -58,11 +57,8 @@ func FreePorts(n int) ([]int, error) {
 		}
 		defer l.Close()
 		port = l.Addr().(*net.TCPAddr).Port
-		taken[port] = true
-		ports = append(ports, port)
-	}
-	for _, port := range ports {
 		handedOut.ports[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
