@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/hack/localkarmada"
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 )
 
 var (
@@ -35,31 +36,8 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	if !RunSpecs(t, "karmada-quota on a local Karmada") {
-		// CI shows the end of the output: Ginkgo's summary there gives where each spec failed, not why.
-		for _, f := range failureDigest {
-			fmt.Println(f)
-		}
-	}
+	specdigest.RunSpecs(t, "karmada-quota on a local Karmada")
 }
-
-// failureDigest says, for each spec that failed, where and why, its message cut to digestMessageLength.
-var failureDigest []string
-
-const digestMessageLength = 2000
-
-var _ = ReportAfterSuite("failure digest", func(report Report) {
-	for _, spec := range report.SpecReports {
-		if !spec.Failed() {
-			continue
-		}
-		message := spec.Failure.Message
-		if len(message) > digestMessageLength {
-			message = message[:digestMessageLength] + " [...]"
-		}
-		failureDigest = append(failureDigest, fmt.Sprintf("FAILED %s\n  at %s\n  %s", spec.FullText(), spec.Failure.Location, message))
-	}
-})
 
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
@@ -58,7 +59,7 @@ func envInt(name string, fallback int) int {
 
 func TestBurst(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Burst integration")
+	specdigest.RunSpecs(t, "Burst integration")
 }
 
 var _ = BeforeSuite(func() {

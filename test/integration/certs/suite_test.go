@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
@@ -44,7 +45,7 @@ var (
 
 func TestCerts(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Webhook certificates integration")
+	specdigest.RunSpecs(t, "Webhook certificates integration")
 }
 
 var _ = BeforeSuite(func() {

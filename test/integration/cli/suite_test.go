@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -33,7 +34,7 @@ var (
 
 func TestCLI(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "kubectl karmada quota against a real apiserver")
+	specdigest.RunSpecs(t, "kubectl karmada quota against a real apiserver")
 }
 
 var _ = BeforeSuite(func() {

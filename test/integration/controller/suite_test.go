@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
@@ -34,7 +35,7 @@ var (
 
 func TestController(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Controller integration")
+	specdigest.RunSpecs(t, "Controller integration")
 }
 
 var _ = BeforeSuite(func() {

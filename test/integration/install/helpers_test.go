@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -151,12 +152,33 @@ func cleanKarmadaPlaneAfterwards() {
 		ledgerCRD := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: ledgerCRDName}}
 		Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
 		Expect(client.IgnoreNotFound(c.Delete(ctx, ledgerCRD))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(crd), crd)) &&
-				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(ledgerCRD), ledgerCRD)) &&
-				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(vwc), vwc))
-		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue())
+		Eventually(func() []string {
+			return remaining(c, crd, ledgerCRD, vwc)
+		}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(BeEmpty(), "left in the karmada-apiserver")
 	})
+}
+
+// remaining describes each of the objects still in the apiserver: its kind and name, whether it is being deleted,
+// its finalizers and who wrote it last, so that a cleanup that times out says what held it.
+func remaining(c client.Client, objects ...client.Object) []string {
+	var out []string
+	for _, obj := range objects {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			out = append(out, fmt.Sprintf("%T %s: %v", obj, obj.GetName(), err))
+			continue
+		}
+		var writers []string
+		for _, f := range obj.GetManagedFields() {
+			writers = append(writers, fmt.Sprintf("%s %s at %s", f.Manager, f.Operation, f.Time))
+		}
+		out = append(out, fmt.Sprintf("%T %s: resourceVersion %s, deletionTimestamp %v, finalizers %v, written by %v",
+			obj, obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp(), obj.GetFinalizers(), writers))
+	}
+	return out
 }
 
 func removeFinalizersAndDelete(c client.Client, obj client.Object) error {

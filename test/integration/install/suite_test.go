@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
 )
@@ -57,7 +58,7 @@ type plane struct {
 
 func TestInstall(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Install integration")
+	specdigest.RunSpecs(t, "Install integration")
 }
 
 var _ = BeforeSuite(func() {

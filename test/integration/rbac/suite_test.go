@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -33,7 +34,7 @@ var (
 
 func TestRBAC(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "RBAC and status-writer policy integration")
+	specdigest.RunSpecs(t, "RBAC and status-writer policy integration")
 }
 
 var _ = BeforeSuite(func() {

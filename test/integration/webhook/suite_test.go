@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	webhookapp "github.com/karmada-quota/karmada-quota/cmd/quota-webhook/app"
+	"github.com/karmada-quota/karmada-quota/internal/specdigest"
 	"github.com/karmada-quota/karmada-quota/test/integration/framework"
 )
 
@@ -28,7 +29,7 @@ var (
 
 func TestWebhook(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Webhook integration")
+	specdigest.RunSpecs(t, "Webhook integration")
 }
 
 // exemptKind is the kind the suite's webhooks let through although they cannot know its pods.
