@@ -24,12 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/operator/pkg/install"
 	"github.com/karmada-quota/karmada-quota/operator/pkg/render"
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
@@ -148,13 +150,35 @@ func cleanKarmadaPlaneAfterwards() {
 				Expect(client.IgnoreNotFound(c.Delete(ctx, obj))).To(Succeed())
 			}
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}}
-		ledgerCRD := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: ledgerCRDName}}
-		Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
-		Expect(client.IgnoreNotFound(c.Delete(ctx, ledgerCRD))).To(Succeed())
+		// Every CRD of karmada-quota's group, whatever the release installed.
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		Expect(c.List(ctx, &crds)).To(Succeed())
+		objects := []client.Object{vwc}
+		for i := range crds.Items {
+			crd := &crds.Items[i]
+			if crd.Spec.Group != quotav1alpha1.GroupVersion.Group {
+				continue
+			}
+			objects = append(objects, crd)
+			if crd.DeletionTimestamp != nil {
+				continue // the spec deleted it (uninstall.removeCRD); its objects are no longer served
+			}
+			// A CRD deleted while the apiserver's cache of its objects is still initializing, seconds after it was
+			// created, stays Terminating for minutes: the CRD finalizer cannot list its objects ("storage is
+			// (re)initializing") and backs off further at each attempt. A list served from that cache
+			// (resourceVersion 0) succeeds once it is ready.
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
+			Eventually(func() error {
+				return c.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+			}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the cache of %s's objects", crd.Name)
+			Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
+		}
+		// The apiserver's CRD finalizer deletes a CRD's objects, then polls every 5 s, for up to a minute, until its
+		// list of them is empty.
 		Eventually(func() []string {
-			return remaining(c, crd, ledgerCRD, vwc)
-		}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(BeEmpty(), "left in the karmada-apiserver")
+			return remaining(c, objects...)
+		}).WithTimeout(90*time.Second).WithPolling(100*time.Millisecond).Should(BeEmpty(), "left in the karmada-apiserver")
 	})
 }
 
@@ -175,8 +199,14 @@ func remaining(c client.Client, objects ...client.Object) []string {
 		for _, f := range obj.GetManagedFields() {
 			writers = append(writers, fmt.Sprintf("%s %s at %s", f.Manager, f.Operation, f.Time))
 		}
-		out = append(out, fmt.Sprintf("%T %s: resourceVersion %s, deletionTimestamp %v, finalizers %v, written by %v",
-			obj, obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp(), obj.GetFinalizers(), writers))
+		var conditions []string
+		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+			for _, c := range crd.Status.Conditions {
+				conditions = append(conditions, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+			}
+		}
+		out = append(out, fmt.Sprintf("%T %s: resourceVersion %s, deletionTimestamp %v, finalizers %v, conditions %v, written by %v",
+			obj, obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp(), obj.GetFinalizers(), conditions, writers))
 	}
 	return out
 }
