@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -22,6 +24,7 @@ import (
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
@@ -33,9 +36,12 @@ const ReasonQuotaExceeded metav1.StatusReason = "QuotaExceeded"
 // Request is one binding write to decide.
 type Request struct {
 	Namespace string
-	Key       quota.Key
-	Owner     quotav1alpha1.ReservationOwner
-	New       usage.Usage
+	// Queue is the queue the write is batched in (Quotas.Queue): its namespace's, or one the namespaces sharing a
+	// business quota share. Empty: the namespace's.
+	Queue string
+	Key   quota.Key
+	Owner quotav1alpha1.ReservationOwner
+	New   usage.Usage
 	// Old is nil for a create.
 	Old    *usage.Usage
 	DryRun bool
@@ -47,11 +53,12 @@ type Request struct {
 	NotSteered string
 }
 
-// Admitter decides binding writes against every quota of their namespace. Concurrent requests for one namespace
-// are decided together: one read of the namespace's quotas and their ledgers, each request decided in turn
-// (quota.Decide), one compare-and-swap write of the ledger object (KarmadaQuotaLedger) per changed quota. A lost
-// race re-reads and decides again, so contention between admissions, in this process or another replica, never
-// reaches a client as an error.
+// Admitter decides binding writes against every quota that governs their namespace: its KarmadaQuotas and the
+// KarmadaBusinessQuotas selecting it. Concurrent requests for one namespace, or for namespaces sharing a business
+// quota, are decided together: one read of their quotas and ledgers, each request decided in turn against the
+// quotas of its namespace (quota.Decide), one compare-and-swap write of the ledger object (KarmadaQuotaLedger, or
+// KarmadaBusinessQuotaLedger) per changed quota. A lost race re-reads and decides again, so contention between
+// admissions, in this process or another replica, never reaches a client as an error.
 //
 // Ledgers are read from the informer, or from this process's own last write of one when the informer has not
 // caught up with it yet (the same resourceVersion comparison Kubernetes' ResourceQuota admission makes). The
@@ -114,11 +121,15 @@ func NewAdmitter(quotas *QuotaReader, reader, bindings client.Reader, writer cli
 // another error when the quotas could not be read or written (fail closed).
 func (a *Admitter) Admit(ctx context.Context, r Request) error {
 	p := &pending{Request: r, done: make(chan error, 1)}
+	name := r.Queue
+	if name == "" {
+		name = r.Namespace
+	}
 	a.mu.Lock()
-	queue, running := a.queues[r.Namespace]
-	a.queues[r.Namespace] = append(queue, p)
+	queue, running := a.queues[name]
+	a.queues[name] = append(queue, p)
 	if !running {
-		go a.drain(r.Namespace)
+		go a.drain(name)
 	}
 	a.mu.Unlock()
 
@@ -130,42 +141,48 @@ func (a *Admitter) Admit(ctx context.Context, r Request) error {
 	}
 }
 
-// drain decides the namespace's queue batch after batch: whatever arrived while a batch was decided forms the
-// next one. The queue entry exists while a drainer runs, so at most one batch per namespace is in flight here.
-func (a *Admitter) drain(namespace string) {
+// drain decides a queue batch after batch: whatever arrived while a batch was decided forms the next one. The
+// queue entry exists while a drainer runs, so at most one batch per queue is in flight here.
+func (a *Admitter) drain(queue string) {
 	for {
 		a.mu.Lock()
-		batch := a.queues[namespace]
+		batch := a.queues[queue]
 		if len(batch) == 0 {
-			delete(a.queues, namespace)
+			delete(a.queues, queue)
 			a.mu.Unlock()
 			return
 		}
-		a.queues[namespace] = batch[:0:0]
+		a.queues[queue] = batch[:0:0]
 		a.mu.Unlock()
-		a.answer(namespace, batch)
+		a.answer(queue, batch)
 	}
 }
 
 // conflictError means a quota's ledger changed between the read and the write of one attempt: the version read was
-// resourceVersion ("" for a ledger not there yet).
-type conflictError struct{ quota, resourceVersion string }
+// resourceVersion ("" for a ledger not there yet). A business quota's namespace is empty.
+type conflictError struct {
+	quota           types.NamespacedName
+	resourceVersion string
+}
 
 func (e conflictError) Error() string {
-	return fmt.Sprintf("quota %s changed since it was read", e.quota)
+	if e.quota.Namespace == "" {
+		return fmt.Sprintf("business quota %s changed since it was read", e.quota.Name)
+	}
+	return fmt.Sprintf("quota %s changed since it was read", e.quota.Name)
 }
 
 // answer answers every request of a batch: it decides and writes (decideAndWrite), again on a newer read after
 // each lost race, until the writes land, or refuses the whole batch when the quotas cannot be read or written.
-func (a *Admitter) answer(namespace string, batch []*pending) {
+func (a *Admitter) answer(queue string, batch []*pending) {
 	metrics.AdmissionBatchSize.Observe(float64(len(batch)))
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
-	log := klog.FromContext(ctx).WithValues("namespace", namespace, "batch", len(batch))
+	log := klog.FromContext(ctx).WithValues("queue", queue, "batch", len(batch))
 
 	written := quota.Written{}
 	// The versions of quotas whose write lost a race: the next attempt needs a newer one.
-	stale := map[string]string{}
+	stale := map[types.NamespacedName]string{}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			metrics.AdmissionRetries.Inc()
@@ -177,7 +194,7 @@ func (a *Admitter) answer(namespace string, batch []*pending) {
 			case <-ctx.Done():
 			}
 		}
-		results, err := a.decideAndWrite(ctx, namespace, batch, written, stale)
+		results, err := a.decideAndWrite(ctx, batch, written, stale)
 		var conflict conflictError
 		if errors.As(err, &conflict) && ctx.Err() == nil {
 			stale[conflict.quota] = conflict.resourceVersion
@@ -185,10 +202,9 @@ func (a *Admitter) answer(namespace string, batch []*pending) {
 		}
 		if err != nil {
 			log.Error(err, "Quota state could not be read or written; refusing the batch", "attempt", attempt)
-			failure := apierrors.NewInternalError(fmt.Errorf("quota state of namespace %s could not be read or written, "+
-				"so the write is refused (fail closed): %w", namespace, err))
 			for _, p := range batch {
-				p.done <- failure
+				p.done <- apierrors.NewInternalError(fmt.Errorf("quota state of namespace %s could not be read or written, "+
+					"so the write is refused (fail closed): %w", p.Namespace, err))
 			}
 			return
 		}
@@ -199,10 +215,17 @@ func (a *Admitter) answer(namespace string, batch []*pending) {
 	}
 }
 
-// decideAndWrite is one attempt at a batch: it reads the namespace's quotas and ledgers, decides every request
-// (quota.Decide), and writes each changed ledger with its resourceVersion as precondition.
-func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch []*pending, written quota.Written, stale map[string]string) ([]error, error) {
-	books, err := a.readNewest(ctx, namespace, stale)
+// decideAndWrite is one attempt at a batch: it reads the quotas and ledgers of the batch's namespaces, decides every
+// request against those of its namespace (quota.Decide), and writes each changed ledger with its resourceVersion as
+// precondition.
+func (a *Admitter) decideAndWrite(ctx context.Context, batch []*pending, written quota.Written, stale map[types.NamespacedName]string) ([]error, error) {
+	var namespaces []string
+	for _, p := range batch {
+		if !slices.Contains(namespaces, p.Namespace) {
+			namespaces = append(namespaces, p.Namespace)
+		}
+	}
+	books, err := a.readNewest(ctx, namespaces, stale)
 	if err != nil {
 		return nil, err
 	}
@@ -210,22 +233,32 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 	for i, b := range books {
 		l, err := quota.NewLedger(b.quota, quota.LedgerOf(b.ledger, b.quota))
 		if err != nil {
-			// A quota we cannot read could limit anything: refuse rather than guess.
-			broken := apierrors.NewForbidden(quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource(),
-				b.quota.Name, err)
+			// A quota we cannot read could limit anything: refuse rather than guess, every write it governs.
+			broken := apierrors.NewForbidden(quotaResource(b.quota), b.quota.Name, err)
 			results := make([]error, len(batch))
-			for j := range results {
-				results[j] = broken
+			governed := false
+			for j, p := range batch {
+				if b.governs(p.Namespace) {
+					results[j], governed = broken, true
+				}
 			}
-			return results, nil
+			if governed {
+				return results, nil
+			}
+			// It governs none of the batch: a batch of namespaces sharing a business quota read another's quotas.
+			continue
 		}
 		l.SetClusterLabels(a.clusterLabels)
+		if l.Business() {
+			l.SetNamespaces(b.governs)
+		}
 		ledgers[i] = l
 	}
+	ledgers, books = withoutBroken(ledgers, books)
 
 	writes := make([]quota.Write, len(batch))
 	for i, p := range batch {
-		writes[i] = quota.Write{Key: p.Key, Owner: p.Owner, New: p.New, Old: p.Old, DryRun: p.DryRun}
+		writes[i] = quota.Write{Namespace: p.Namespace, Key: p.Key, Owner: p.Owner, New: p.New, Old: p.Old, DryRun: p.DryRun}
 		if !p.classified {
 			p.cannotCommit = a.cannotCommit(ctx, p, writes[i].Freshness(ledgers))
 			p.classified = true
@@ -260,7 +293,7 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 			return nil, err
 		}
 		metrics.ReservationsWritten.Add(float64(len(d.Undo[j])))
-		written.Landed(l.Name, d.Undo[j])
+		written.Landed(l.ID(), d.Undo[j])
 	}
 	metrics.ReservationsRolledBack.Add(float64(d.RolledBack))
 	return results, nil
@@ -268,11 +301,42 @@ func (a *Admitter) decideAndWrite(ctx context.Context, namespace string, batch [
 
 // book is one quota as an attempt reads it: the quota, and its ledger object as stored (nil when there is none). A
 // ledger left by a deleted quota of the same name is kept too, to be replaced by the write (quota.LedgerObject);
-// decisions see it as none (quota.LedgerOf). fresh says the quota was read from the apiserver.
+// decisions see it as none (quota.LedgerOf). fresh says the quota was read from the apiserver. A business quota is
+// read as a KarmadaQuota (its namespace empty) and its ledger as a KarmadaQuotaLedger; selects holds the batch's
+// namespaces it was read as selecting.
 type book struct {
-	quota  *quotav1alpha1.KarmadaQuota
-	ledger *quotav1alpha1.KarmadaQuotaLedger
-	fresh  bool
+	quota   *quotav1alpha1.KarmadaQuota
+	ledger  *quotav1alpha1.KarmadaQuotaLedger
+	fresh   bool
+	selects []string
+}
+
+// governs reports whether the book's quota limits writes in namespace.
+func (b book) governs(namespace string) bool {
+	if b.quota.Namespace != "" {
+		return b.quota.Namespace == namespace
+	}
+	return slices.Contains(b.selects, namespace)
+}
+
+// withoutBroken drops the ledgers that could not be parsed (nil), with their books: no write of the batch is
+// governed by them.
+func withoutBroken(ledgers []*quota.Ledger, books []book) ([]*quota.Ledger, []book) {
+	keptLedgers, keptBooks := ledgers[:0], books[:0]
+	for i, l := range ledgers {
+		if l != nil {
+			keptLedgers, keptBooks = append(keptLedgers, l), append(keptBooks, books[i])
+		}
+	}
+	return keptLedgers, keptBooks
+}
+
+// quotaResource is the resource a quota read as a KarmadaQuota is, for errors.
+func quotaResource(q *quotav1alpha1.KarmadaQuota) schema.GroupResource {
+	if q.Namespace == "" {
+		return quotav1alpha1.GroupVersion.WithResource("karmadabusinessquotas").GroupResource()
+	}
+	return quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource()
 }
 
 // ensureNewestSpec makes sure a write that creates b's ledger was decided on the quota's spec as stored: the
@@ -285,15 +349,23 @@ func (a *Admitter) ensureNewestSpec(ctx context.Context, b book) error {
 	if b.fresh || quota.LedgerOf(b.ledger, b.quota) != nil {
 		return nil
 	}
-	var stored quotav1alpha1.KarmadaQuota
-	err := a.reader.Get(ctx, client.ObjectKeyFromObject(b.quota), &stored)
+	stored, err := a.readQuota(ctx, client.ObjectKeyFromObject(b.quota))
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading quota %s: %w", b.quota.Name, err)
+		return err
 	}
 	if err != nil || stored.UID != b.quota.UID || stored.Generation != b.quota.Generation {
-		return conflictError{quota: b.quota.Name}
+		return conflictError{quota: client.ObjectKeyFromObject(b.quota)}
 	}
 	return nil
+}
+
+// readQuota reads a quota from the apiserver (quotaio.GetQuota).
+func (a *Admitter) readQuota(ctx context.Context, key types.NamespacedName) (*quotav1alpha1.KarmadaQuota, error) {
+	q, _, err := quotaio.GetQuota(ctx, a.reader, key)
+	if err != nil {
+		return nil, fmt.Errorf("reading quota %s: %w", key.Name, err)
+	}
+	return q, nil
 }
 
 // write writes l into b's ledger object: an update with the version read as precondition, or a create for a quota
@@ -302,18 +374,13 @@ func (a *Admitter) write(ctx context.Context, b book, l *quota.Ledger) error {
 	obj := quota.LedgerObject(b.quota, b.ledger)
 	base := obj.ResourceVersion
 	l.WriteTo(obj)
-	var err error
-	if base == "" {
-		err = a.writer.Create(ctx, obj)
-	} else {
-		err = a.writer.Update(ctx, obj)
-	}
+	err := quotaio.WriteLedger(ctx, a.writer, obj, base == "")
 	if err != nil {
 		// Someone wrote the ledger first, created it first, or deleted the one read (its quota deleted and made
 		// again, or by hand): read it again.
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
 			metrics.StatusWriteConflict(metrics.WriterWebhook)
-			return conflictError{quota: l.Name, resourceVersion: base}
+			return conflictError{quota: l.ID(), resourceVersion: base}
 		}
 		return fmt.Errorf("writing the ledger of quota %s: %w", l.Name, err)
 	}
@@ -343,58 +410,93 @@ func (a *Admitter) cannotCommit(ctx context.Context, p *pending, f quota.Freshne
 	return false
 }
 
-// readNewest returns the namespace's quotas with their ledgers, sorted by name, for the batch to decide on. A
-// ledger is the newer of the informer's copy and this process's last write; one whose write lost a race (in stale,
-// with the version that lost) must be newer than that: the informer usually has the winner's write a moment later,
-// and the apiserver is read only when it has not. A quota is the informer's copy, read from the apiserver instead
-// when its ledger is fenced at a newer generation, or when it has none and an earlier attempt was about to create
-// it (stale; ensureNewestSpec).
-func (a *Admitter) readNewest(ctx context.Context, namespace string, stale map[string]string) ([]book, error) {
-	known, err := a.quotas.Read(ctx, namespace)
-	if err != nil {
-		return nil, err
-	}
-	informed, err := known.ledgersByName(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cached := known.list.Items
-	out := make([]book, 0, len(cached))
-	for i := range cached {
-		key := client.ObjectKeyFromObject(&cached[i])
-		var stored *quotav1alpha1.KarmadaQuotaLedger
-		if own, ok := informed[key.Name]; ok {
-			stored = a.written.Newest(own)
-		} else if own, ok := a.written.Written(key); ok {
-			// Created by this process a moment ago, not listed yet; if it has been deleted since, its write
-			// finds out (NotFound) and the apiserver is read.
-			stored = own
+// readNewest returns the quotas governing the namespaces, with their ledgers: each namespace's, sorted by name,
+// then the business quotas selecting any of them, sorted by name, each once, for the batch to decide on. A ledger
+// is the newer of the informer's copy and this process's last write; one whose write lost a race (in stale, with
+// the version that lost) must be newer than that: the informer usually has the winner's write a moment later, and
+// the apiserver is read only when it has not. A quota is the informer's copy, read from the apiserver instead when
+// its ledger is fenced at a newer generation, or when it has none and an earlier attempt was about to create it
+// (stale; ensureNewestSpec).
+func (a *Admitter) readNewest(ctx context.Context, namespaces []string, stale map[types.NamespacedName]string) ([]book, error) {
+	var own, business []book
+	seen := map[types.NamespacedName]int{}
+	for _, namespace := range namespaces {
+		known, err := a.quotas.Read(ctx, namespace)
+		if err != nil {
+			return nil, err
 		}
-		if lost, ok := stale[key.Name]; ok && (stored == nil || !lastwrite.Newer(stored.ResourceVersion, lost)) {
-			stored = &quotav1alpha1.KarmadaQuotaLedger{}
-			if err := a.reader.Get(ctx, key, stored); err != nil {
-				if !apierrors.IsNotFound(err) {
-					return nil, fmt.Errorf("reading the ledger of quota %s: %w", key.Name, err)
-				}
-				a.written.Forget(key)
-				stored = nil
+		informed, err := known.ledgersByQuota(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, cached := range known.items {
+			key := client.ObjectKeyFromObject(cached)
+			if i, ok := seen[key]; ok {
+				// A business quota selecting another namespace of the batch too.
+				business[i].selects = append(business[i].selects, namespace)
+				continue
 			}
-		}
-		q, fresh := &cached[i], false
-		_, lost := stale[key.Name]
-		if owned := quota.LedgerOf(stored, q); (owned == nil && lost) || (owned != nil && owned.QuotaGeneration > q.Generation) {
-			q, fresh = &quotav1alpha1.KarmadaQuota{}, true
-			if err := a.reader.Get(ctx, key, q); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return nil, fmt.Errorf("reading quota %s: %w", key.Name, err)
+			b, ok, err := a.newest(ctx, cached, informed[key], stale)
+			if err != nil {
+				return nil, err
 			}
+			if !ok {
+				continue
+			}
+			if key.Namespace != "" {
+				own = append(own, b)
+				continue
+			}
+			b.selects = []string{namespace}
+			seen[key] = len(business)
+			business = append(business, b)
 		}
-		out = append(out, book{quota: q, ledger: stored, fresh: fresh})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].quota.Name < out[j].quota.Name })
-	return out, nil
+	sort.SliceStable(own, func(i, j int) bool {
+		if own[i].quota.Namespace != own[j].quota.Namespace {
+			return own[i].quota.Namespace < own[j].quota.Namespace
+		}
+		return own[i].quota.Name < own[j].quota.Name
+	})
+	sort.SliceStable(business, func(i, j int) bool { return business[i].quota.Name < business[j].quota.Name })
+	return append(own, business...), nil
+}
+
+// newest is one quota as readNewest reads it (cached: the informer's copy; informed: the informer's copy of its
+// ledger, nil when it has none); false when the quota is gone.
+func (a *Admitter) newest(ctx context.Context, cached *quotav1alpha1.KarmadaQuota, informed *quotav1alpha1.KarmadaQuotaLedger, stale map[types.NamespacedName]string) (book, bool, error) {
+	key := client.ObjectKeyFromObject(cached)
+	var stored *quotav1alpha1.KarmadaQuotaLedger
+	if informed != nil {
+		stored = a.written.Newest(informed)
+	} else if own, ok := a.written.Written(key); ok {
+		// Created by this process a moment ago, not listed yet; if it has been deleted since, its write
+		// finds out (NotFound) and the apiserver is read.
+		stored = own
+	}
+	lost, wasLost := stale[key]
+	if wasLost && (stored == nil || !lastwrite.Newer(stored.ResourceVersion, lost)) {
+		var err error
+		if stored, err = quotaio.GetLedger(ctx, a.reader, key); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return book{}, false, fmt.Errorf("reading the ledger of quota %s: %w", key.Name, err)
+			}
+			a.written.Forget(key)
+			stored = nil
+		}
+	}
+	q, fresh := cached, false
+	if owned := quota.LedgerOf(stored, q); (owned == nil && wasLost) || (owned != nil && owned.QuotaGeneration > q.Generation) {
+		var err error
+		if q, err = a.readQuota(ctx, key); err != nil {
+			if apierrors.IsNotFound(err) {
+				return book{}, false, nil
+			}
+			return book{}, false, err
+		}
+		fresh = true
+	}
+	return book{quota: q, ledger: stored, fresh: fresh}, true, nil
 }
 
 // quotaExceeded renders the denials of every refusing quota as one 403 the scheduler recognises. A refusal by a

@@ -1381,7 +1381,7 @@ func TestBindingValidatorInformerNotSynced(t *testing.T) {
 	placed := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1).Generation(2).Obj()
 	_, err := v.ValidateUpdate(context.Background(), old, placed)
 	checkError(t, &wantError{Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
-		Messages: []string{"fail closed", "the KarmadaQuota and KarmadaQuotaLedger informers have not synced"}}, err)
+		Messages: []string{"fail closed", "the quota, ledger and namespace informers have not synced"}}, err)
 }
 
 // TestAdmitCreatesLedger: the first admission for a quota creates its ledger object: the quota's (a controller

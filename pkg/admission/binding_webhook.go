@@ -134,6 +134,7 @@ func (v *BindingValidator) decide(ctx context.Context, op admissionv1.Operation,
 	}
 	return v.admitter.Admit(ctx, Request{
 		Namespace: rb.Namespace,
+		Queue:     quotas.Queue(),
 		Key:       quota.Key{UID: rb.UID, Generation: admittedGeneration(op, rb)},
 		Owner: quotav1alpha1.ReservationOwner{
 			APIVersion: workv1alpha2.SchemeGroupVersion.String(),

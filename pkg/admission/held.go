@@ -57,8 +57,8 @@ func (h *holdings) of(ctx context.Context, rb, old *workv1alpha2.ResourceBinding
 // LimitHeld reports whether some quota limits what objects hold on members (resources.Held): only then are
 // templates read for it.
 func (q *Quotas) LimitHeld() bool {
-	for i := range q.list.Items {
-		for name := range q.list.Items[i].Spec.Hard {
+	for _, kq := range q.items {
+		for name := range kq.Spec.Hard {
 			if _, class, err := resources.Canonical(name); err == nil && class == resources.Held {
 				return true
 			}

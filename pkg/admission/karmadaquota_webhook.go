@@ -15,6 +15,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 )
 
 const kindKarmadaQuota = "KarmadaQuota"
@@ -41,34 +42,44 @@ func (v QuotaValidator) ValidateUpdate(ctx context.Context, old, q *quotav1alpha
 	if err := validate(admissionv1.Update, q); err != nil {
 		return nil, err
 	}
-	if q.Generation == old.Generation || v.writer == nil {
-		return nil, nil
+	return nil, fenceNewSpec(ctx, v.reader, v.writer, old.Generation, q)
+}
+
+// fenceNewSpec fences the ledger of q (a KarmadaQuota, or a business quota read as one) when its update changes the
+// spec (from generation oldGeneration): nothing for a dry run, nor without a writer (unit tests of validation).
+func fenceNewSpec(ctx context.Context, reader client.Reader, writer client.Writer, oldGeneration int64, q *quotav1alpha1.KarmadaQuota) error {
+	if q.Generation == oldGeneration || writer == nil {
+		return nil
 	}
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil && *req.DryRun {
-		return nil, nil
+		return nil
 	}
-	if err := v.fence(ctx, q); err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("the admissions of quota %s could not be fenced for its new "+
-			"spec, so the change is refused (try again): %w", q.Name, err))
+	if err := fence(ctx, reader, writer, q); err != nil {
+		kind := "quota"
+		if q.Namespace == "" {
+			kind = "business quota"
+		}
+		return apierrors.NewInternalError(fmt.Errorf("the admissions of %s %s could not be fenced for its new "+
+			"spec, so the change is refused (try again): %w", kind, q.Name, err))
 	}
-	return nil, nil
+	return nil
 }
 
 // fence raises the quotaGeneration of q's ledger to q's new generation. From then on an admission deciding on an
 // older spec loses its write of the ledger and reads the quota again, so that once the new spec is stored no
 // admission is decided on the old one (the exactness a compare-and-swap of the quota itself would give). A quota
 // without a ledger needs none: whoever creates it reads the quota from the apiserver first.
-func (v QuotaValidator) fence(ctx context.Context, q *quotav1alpha1.KarmadaQuota) error {
+func fence(ctx context.Context, reader client.Reader, writer client.Writer, q *quotav1alpha1.KarmadaQuota) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var stored quotav1alpha1.KarmadaQuotaLedger
-		if err := v.reader.Get(ctx, client.ObjectKeyFromObject(q), &stored); err != nil {
+		stored, err := quotaio.GetLedger(ctx, reader, client.ObjectKeyFromObject(q))
+		if err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if quota.LedgerOf(&stored, q) == nil || stored.QuotaGeneration >= q.Generation {
+		if quota.LedgerOf(stored, q) == nil || stored.QuotaGeneration >= q.Generation {
 			return nil
 		}
 		stored.QuotaGeneration = q.Generation
-		return v.writer.Update(ctx, &stored)
+		return quotaio.WriteLedger(ctx, writer, stored, false)
 	})
 }
 

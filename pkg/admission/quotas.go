@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -13,13 +14,16 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 )
 
-// QuotaReader reads a namespace's quotas, and their ledgers, from the webhook's informers, the one place admission
-// lists them. A webhook request reads them once (Read) and every step of it looks at that one view; the Admitter's
-// batch reads through it on every attempt, since a lost race needs a newer read.
+// QuotaReader reads the quotas that govern a namespace, and their ledgers, from the webhook's informers, the one
+// place admission lists them: the namespace's KarmadaQuotas and the KarmadaBusinessQuotas that select it. A webhook
+// request reads them once (Read) and every step of it looks at that one view; the Admitter's batch reads through it
+// on every attempt, since a lost race needs a newer read.
 type QuotaReader struct {
 	cache client.Reader
 	// synced reports whether the informer behind cache has synced; nil: cache is always current.
 	synced func() bool
+	// business tells the business quotas selecting a namespace; nil knows of none (tests of namespaces' quotas).
+	business *businessSelection
 }
 
 // NewQuotaReader returns a QuotaReader over cache, an informer-backed reader; synced reports whether the informers
@@ -28,13 +32,22 @@ func NewQuotaReader(cache client.Reader, synced func() bool) *QuotaReader {
 	return &QuotaReader{cache: cache, synced: synced}
 }
 
-// Read returns the namespace's quotas as the informer has them.
+// WithBusinessQuotas makes the reader read the business quotas that select a namespace too: from cache, whose
+// informers must watch KarmadaBusinessQuotas, their ledgers and namespaces' metadata (NamespaceMetadata); a
+// namespace the informer does not know yet is read with apiReader.
+func (r *QuotaReader) WithBusinessQuotas(apiReader client.Reader) *QuotaReader {
+	r.business = newBusinessSelection(r.cache, apiReader)
+	return r
+}
+
+// Read returns the quotas governing the namespace as the informers have them.
 func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, error) {
 	// An informer that never synced (a replica that may not list or watch quotas) would hold the call until the
 	// apiserver gives up on it; refuse at once, saying why.
 	if r.synced != nil && !r.synced() {
-		return nil, errors.New("listing quotas: the KarmadaQuota and KarmadaQuotaLedger informers have not synced " +
-			"(this replica must be able to list and watch karmadaquotas and karmadaquotaledgers)")
+		return nil, errors.New("listing quotas: the quota, ledger and namespace informers have not synced " +
+			"(this replica must be able to list and watch karmadaquotas, karmadaquotaledgers, karmadabusinessquotas, " +
+			"karmadabusinessquotaledgers and namespaces)")
 	}
 	q := &Quotas{cache: r.cache, namespace: namespace}
 	// Not deep-copied: admission is the hot path, and no one changes what is read here (Admitter.write copies a
@@ -42,47 +55,82 @@ func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, erro
 	if err := r.cache.List(ctx, &q.list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quotas: %w", err)
 	}
+	business, err := r.business.selecting(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	q.items = make([]*quotav1alpha1.KarmadaQuota, 0, len(q.list.Items)+len(business))
+	for i := range q.list.Items {
+		q.items = append(q.items, &q.list.Items[i])
+	}
+	for _, b := range business {
+		q.items = append(q.items, b.AsKarmadaQuota())
+	}
+	q.queue = queueOf(namespace, business)
 	return q, nil
 }
 
-// Quotas is one read of a namespace's quotas, and of their ledgers once asked for (most binding writes are
-// answered from the quotas alone: a namespace without one, a write that grows nothing). The objects are the
+// Quotas is one read of the quotas governing a namespace, and of their ledgers once asked for (most binding writes
+// are answered from the quotas alone: a namespace without one, a write that grows nothing). The objects are the
 // informers' own, shared with them: read, never changed.
 type Quotas struct {
 	list      quotav1alpha1.KarmadaQuotaList
 	cache     client.Reader
 	namespace string
-	// ledgers are the ledger objects by name, listed on first use; a quota without one has no admission recorded
-	// yet.
-	ledgers map[string]*quotav1alpha1.KarmadaQuotaLedger
+	// items are the namespace's quotas, then the business quotas selecting it (quotav1alpha1.AsKarmadaQuota, their
+	// namespace empty), each sorted by name.
+	items []*quotav1alpha1.KarmadaQuota
+	// queue is the Admitter's queue for writes in the namespace (queueOf).
+	queue string
+	// ledgers are the ledger objects by quota (namespace empty for a business quota's), listed on first use; a
+	// quota without one has no admission recorded yet.
+	ledgers map[types.NamespacedName]*quotav1alpha1.KarmadaQuotaLedger
 }
 
-// ledgersByName lists the namespace's ledger objects, once.
-func (q *Quotas) ledgersByName(ctx context.Context) (map[string]*quotav1alpha1.KarmadaQuotaLedger, error) {
-	if q.ledgers != nil || len(q.list.Items) == 0 {
+// ledgersByQuota lists the ledger objects of the namespace's quotas and of the business quotas selecting it, once.
+func (q *Quotas) ledgersByQuota(ctx context.Context) (map[types.NamespacedName]*quotav1alpha1.KarmadaQuotaLedger, error) {
+	if q.ledgers != nil || len(q.items) == 0 {
 		return q.ledgers, nil
 	}
-	var ledgers quotav1alpha1.KarmadaQuotaLedgerList
-	if err := q.cache.List(ctx, &ledgers, client.InNamespace(q.namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing quota ledgers: %w", err)
+	q.ledgers = make(map[types.NamespacedName]*quotav1alpha1.KarmadaQuotaLedger, len(q.items))
+	if len(q.list.Items) > 0 {
+		var ledgers quotav1alpha1.KarmadaQuotaLedgerList
+		if err := q.cache.List(ctx, &ledgers, client.InNamespace(q.namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing quota ledgers: %w", err)
+		}
+		for i := range ledgers.Items {
+			q.ledgers[client.ObjectKeyFromObject(&ledgers.Items[i])] = &ledgers.Items[i]
+		}
 	}
-	q.ledgers = make(map[string]*quotav1alpha1.KarmadaQuotaLedger, len(ledgers.Items))
-	for i := range ledgers.Items {
-		q.ledgers[ledgers.Items[i].Name] = &ledgers.Items[i]
+	for _, kq := range q.items[len(q.list.Items):] {
+		var stored quotav1alpha1.KarmadaBusinessQuotaLedger
+		err := q.cache.Get(ctx, client.ObjectKey{Name: kq.Name}, &stored, client.UnsafeDisableDeepCopy)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the ledger of business quota %s: %w", kq.Name, err)
+		}
+		q.ledgers[types.NamespacedName{Name: kq.Name}] = stored.AsKarmadaQuotaLedger()
 	}
 	return q.ledgers, nil
 }
 
-// Governed reports whether the namespace has any quota: a write in a namespace without one needs no decision.
+// Queue is the Admitter's queue for writes in the namespace (Request.Queue).
+func (q *Quotas) Queue() string {
+	return q.queue
+}
+
+// Governed reports whether any quota governs the namespace: a write in a namespace without one needs no decision.
 func (q *Quotas) Governed() bool {
-	return len(q.list.Items) > 0
+	return len(q.items) > 0
 }
 
 // LimitMembers reports whether some quota limits member clusters or groups of them: a write that grows nothing
 // federation-wide may still grow what they count.
 func (q *Quotas) LimitMembers() bool {
-	for i := range q.list.Items {
-		if spec := &q.list.Items[i].Spec; len(spec.Clusters) > 0 || len(spec.ClusterGroups) > 0 {
+	for _, kq := range q.items {
+		if len(kq.Spec.Clusters) > 0 || len(kq.Spec.ClusterGroups) > 0 {
 			return true
 		}
 	}
@@ -94,31 +142,38 @@ func (q *Quotas) LimitMembers() bool {
 // no class, and a quota whose selector does not compile is named too (the batch refuses any write it limits).
 func (q *Quotas) ScopedByPriorityClass() []string {
 	var scoped []string
-	for i := range q.list.Items {
-		if validation.Scoped(&q.list.Items[i].Spec) {
-			scoped = append(scoped, q.list.Items[i].Name)
+	for _, kq := range q.items {
+		if validation.Scoped(&kq.Spec) {
+			scoped = append(scoped, kq.Name)
 		}
 	}
 	return scoped
 }
 
 // Ledgers parses every quota with its ledger object, in the order read; the first that cannot be parsed is the
-// error (quota.NewLedger's, which names it).
+// error (quota.NewLedger's, which names it). The business quotas' ledgers govern the namespace read.
 func (q *Quotas) Ledgers(ctx context.Context) ([]*quota.Ledger, error) {
-	stored, err := q.ledgersByName(ctx)
+	stored, err := q.ledgersByQuota(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ledgers := make([]*quota.Ledger, len(q.list.Items))
-	for i := range q.list.Items {
-		kq := &q.list.Items[i]
-		l, err := quota.NewLedger(kq, quota.LedgerOf(stored[kq.Name], kq))
+	ledgers := make([]*quota.Ledger, len(q.items))
+	for i, kq := range q.items {
+		l, err := quota.NewLedger(kq, quota.LedgerOf(stored[client.ObjectKeyFromObject(kq)], kq))
 		if err != nil {
 			return nil, err
+		}
+		if l.Business() {
+			l.SetNamespaces(q.selects)
 		}
 		ledgers[i] = l
 	}
 	return ledgers, nil
+}
+
+// selects is a business quota's Ledger.SetNamespaces for a read of one namespace: it was read as selecting it.
+func (q *Quotas) selects(namespace string) bool {
+	return namespace == q.namespace
 }
 
 // LedgersWith reads a namespace's quotas, parsed, their cluster groups knowing member clusters by labelsOf: what

@@ -133,6 +133,7 @@ func (v *TemplateValidator) decide(ctx context.Context, obj, was *unstructured.U
 	}
 	err = v.admitter.Admit(ctx, Request{
 		Namespace: rb.Namespace,
+		Queue:     quotas.Queue(),
 		// Generation 0, a key no binding write has: the decision counts every reservation the binding holds
 		// (a template write racing ahead of its binding's is charged twice, never not at all).
 		Key: quota.Key{UID: rb.UID, Generation: 0},

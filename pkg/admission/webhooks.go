@@ -71,6 +71,10 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 // What the webhook needs in the karmada-apiserver; `make generate` writes it into the chart (files/rbac/webhook).
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotaledgers,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadabusinessquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadabusinessquotaledgers,verbs=get;list;watch;create;update
+// The labels business quotas select namespaces by.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters/proxy,verbs=get
 // +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=list;watch
@@ -108,18 +112,33 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("watching KarmadaQuotaLedgers: %w", err)
 	}
-	synced := func() bool { return quotaInformer.HasSynced() && ledgerInformer.HasSynced() }
+	businessInformer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaBusinessQuota{})
+	if err != nil {
+		return fmt.Errorf("watching KarmadaBusinessQuotas: %w", err)
+	}
+	businessLedgerInformer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaBusinessQuotaLedger{})
+	if err != nil {
+		return fmt.Errorf("watching KarmadaBusinessQuotaLedgers: %w", err)
+	}
+	namespaceInformer, err := mgr.GetCache().GetInformer(ctx, NamespaceMetadata())
+	if err != nil {
+		return fmt.Errorf("watching Namespaces: %w", err)
+	}
+	synced := func() bool {
+		return quotaInformer.HasSynced() && ledgerInformer.HasSynced() && businessInformer.HasSynced() &&
+			businessLedgerInformer.HasSynced() && namespaceInformer.HasSynced()
+	}
 	// A replica that cannot list quotas (missing RBAC, say) would refuse every binding write; it must never be
 	// ready, so that traffic goes to the replicas that can decide.
 	if err := mgr.AddReadyzCheck("karmadaquota-informer", func(*http.Request) error {
 		if !synced() {
-			return errors.New("the KarmadaQuota and KarmadaQuotaLedger informers have not synced")
+			return errors.New("the informers of quotas, business quotas, their ledgers and namespaces have not synced")
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	quotas := NewQuotaReader(mgr.GetCache(), synced)
+	quotas := NewQuotaReader(mgr.GetCache(), synced).WithBusinessQuotas(mgr.GetAPIReader())
 	// The member clusters' labels, for the quotas' cluster groups: a group's clusters are the ones its selector
 	// chooses at the moment of each decision.
 	clusters, err := mgr.GetCache().GetInformer(ctx, &clusterv1alpha1.Cluster{})
@@ -152,6 +171,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	holdings := &holdings{reader: interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize)}
 	server.Register(webhookconfig.ResourceBindingPath, bindingWebhook(mgr.GetScheme(), &BindingValidator{admitter: admitter, quotas: quotas, classes: classes, holdings: holdings}))
 	server.Register(webhookconfig.KarmadaQuotaPath, quotaWebhook(mgr.GetScheme(), QuotaValidator{reader: mgr.GetAPIReader(), writer: mgr.GetClient()}))
+	server.Register(webhookconfig.BusinessQuotaPath, businessQuotaWebhook(mgr.GetScheme(), BusinessQuotaValidator{reader: mgr.GetAPIReader(), writer: mgr.GetClient()}))
 
 	workloads, err := interpreter.New(mgr.GetConfig())
 	if err != nil {

@@ -250,7 +250,7 @@ func (v *WorkValidator) decideNamespace(ctx context.Context, op admissionv1.Oper
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil {
 		dryRun = *req.DryRun
 	}
-	err = v.admitter.Admit(ctx, Request{Namespace: namespace, Key: key, Owner: owner, New: newUsage, Old: &oldUsage, DryRun: dryRun})
+	err = v.admitter.Admit(ctx, Request{Namespace: namespace, Queue: quotas.Queue(), Key: key, Owner: owner, New: newUsage, Old: &oldUsage, DryRun: dryRun})
 	if apierrors.ReasonForError(err) == ReasonQuotaExceeded {
 		refused := workRefused(work, cluster, rb, err.Error())
 		if !dryRun {
@@ -384,7 +384,11 @@ func unboundedUnder(ledgers []*quota.Ledger, workloads []manifest, asks []usage.
 	var found []string
 	for _, l := range ledgers {
 		if l.LimitsCompute(usage.Usage{Placed: asks}) {
-			found = append(found, fmt.Sprintf("quota %s limits what it runs: %s", l.Name, strings.Join(reasons, "; ")))
+			kind := "quota"
+			if l.Business() {
+				kind = "business quota"
+			}
+			found = append(found, fmt.Sprintf("%s %s limits what it runs: %s", kind, l.Name, strings.Join(reasons, "; ")))
 		}
 	}
 	return found

@@ -75,6 +75,16 @@ func quotasLimitingMembers(c client.Client) handler.MapFunc {
 				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])})
 			}
 		}
+		var business quotav1alpha1.KarmadaBusinessQuotaList
+		if err := c.List(ctx, &business); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing business quotas for a member cluster event")
+			return requests
+		}
+		for i := range business.Items {
+			if spec := &business.Items[i].Spec; len(spec.Clusters) > 0 || len(spec.ClusterGroups) > 0 {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&business.Items[i])})
+			}
+		}
 		return requests
 	}
 }

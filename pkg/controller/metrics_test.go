@@ -9,8 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -59,6 +62,89 @@ func TestReconcileCountsWaitingBindings(t *testing.T) {
 	}
 }
 
+// TestReconcileExportsBusinessQuota: a business quota's recount exports it under its name with no namespace, and
+// what each namespace it selects uses, every limited resource of each present (a namespace that uses nothing at 0);
+// a namespace labelled out leaves the next recount's metrics, and a deleted business quota leaves them all. A
+// KarmadaQuota recounted beside it exports no namespace parts.
+func TestReconcileExportsBusinessQuota(t *testing.T) {
+	shopKey := types.NamespacedName{Name: "shop"}
+	f := newFixture(t, interceptor.Funcs{},
+		utiltesting.BusinessQuota("shop", list("cpu", "10", "pods", "20")),
+		utiltesting.Namespace("shop-dev", map[string]string{"business": "shop"}),
+		utiltesting.Namespace("shop-prod", map[string]string{"business": "shop"}),
+		utiltesting.Namespace("shop-new", map[string]string{"business": "shop"}),
+		utiltesting.Namespace(ns, nil),
+		utiltesting.MakeBinding("shop-dev", "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj(),
+		utiltesting.MakeBinding("shop-prod", "web").Requests(list("cpu", "1")).Cluster("member1", 3).Obj(),
+		utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "2")).Obj(),
+	)
+	reconcileShop := func() {
+		t.Helper()
+		if _, err := f.reconciler.Reconcile(context.Background(), ctrl.Request{NamespacedName: shopKey}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	byName := func() map[string]metrics.QuotaSnapshot {
+		out := map[string]metrics.QuotaSnapshot{}
+		for _, s := range f.state.Snapshots() {
+			out[s.Namespace+"/"+s.Name] = s
+		}
+		return out
+	}
+	reconcileShop()
+	f.mustReconcile(t, "team")
+
+	got := byName()
+	shop, ok := got["/shop"]
+	if !ok {
+		t.Fatalf("snapshots %v: none of business quota shop, with an empty namespace", got)
+	}
+	if diff := cmp.Diff(map[string]float64{"cpu": 5, "pods": 5}, shop.Used); diff != "" {
+		t.Errorf("shop's used (-want +got):\n%s", diff)
+	}
+	want := map[string]map[string]float64{
+		"shop-dev":  {"cpu": 2, "pods": 2},
+		"shop-new":  {"cpu": 0, "pods": 0},
+		"shop-prod": {"cpu": 3, "pods": 3},
+	}
+	if diff := cmp.Diff(want, shop.Namespaces); diff != "" {
+		t.Errorf("shop's namespaces (-want +got):\n%s", diff)
+	}
+	if team, ok := got[ns+"/team"]; !ok || team.Namespaces != nil {
+		t.Errorf("KarmadaQuota %s/team: snapshot %+v (found %v), want one without namespace parts", ns, team, ok)
+	}
+
+	// shop-dev is labelled out of the business: its part leaves the metrics with the next recount, and its usage the
+	// business's total.
+	var dev corev1.Namespace
+	if err := f.client.Get(context.Background(), client.ObjectKey{Name: "shop-dev"}, &dev); err != nil {
+		t.Fatal(err)
+	}
+	dev.Labels = map[string]string{"business": "elsewhere"}
+	if err := f.client.Update(context.Background(), &dev); err != nil {
+		t.Fatal(err)
+	}
+	reconcileShop()
+	shop = byName()["/shop"]
+	delete(want, "shop-dev")
+	if diff := cmp.Diff(want, shop.Namespaces); diff != "" {
+		t.Errorf("shop's namespaces after shop-dev left (-want +got):\n%s", diff)
+	}
+	if shop.Used["cpu"] != 3 {
+		t.Errorf("shop's used cpu %v after shop-dev left, want 3", shop.Used["cpu"])
+	}
+
+	// The business quota deleted: nothing of it is exported; the KarmadaQuota's stays.
+	if err := f.client.Delete(context.Background(), utiltesting.BusinessQuota("shop", nil)); err != nil {
+		t.Fatal(err)
+	}
+	reconcileShop()
+	got = byName()
+	if _, ok := got["/shop"]; ok || len(got) != 1 {
+		t.Errorf("snapshots after shop was deleted: %v, want %s/team's only", got, ns)
+	}
+}
+
 type fakeInformer bool
 
 func (f fakeInformer) HasSynced() bool { return bool(f) }
@@ -78,11 +164,17 @@ func TestStoredQuotas(t *testing.T) {
 	invalid.Status.Conditions = []metav1.Condition{{Type: quotav1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, LastTransitionTime: metav1.NewTime(t0)}}
 	fresh := utiltesting.MakeQuota(ns, "fresh").Hard(list("cpu", "1")).Obj()
 	fresh.Generation = 1
-	f := newFixture(t, interceptor.Funcs{}, current, behind, invalid, fresh)
+	business := utiltesting.BusinessQuota("business", list("cpu", "1"))
+	business.Generation = 4
+	business.Status.ObservedGeneration = 3
+	f := newFixture(t, interceptor.Funcs{}, current, behind, invalid, fresh, business)
 
-	got := storedQuotas{reader: f.client, informer: fakeInformer(true)}.StoredQuotas()
+	synced := []interface{ HasSynced() bool }{fakeInformer(true), fakeInformer(true)}
+	got := storedQuotas{reader: f.client, informers: synced}.StoredQuotas()
 	want := []metrics.StoredQuota{
 		{Namespace: ns, Name: "behind", Generation: 3, ObservedGeneration: 2, Ready: true},
+		// A business quota's, without a namespace.
+		{Name: "business", Generation: 4, ObservedGeneration: 3},
 		{Namespace: ns, Name: "current", Generation: 2, ObservedGeneration: 2, Ready: true},
 		// Never counted: no observed generation, no Ready condition.
 		{Namespace: ns, Name: "fresh", Generation: 1},
@@ -93,7 +185,8 @@ func TestStoredQuotas(t *testing.T) {
 		t.Errorf("StoredQuotas (-want +got):\n%s", diff)
 	}
 
-	if got := (storedQuotas{reader: f.client, informer: fakeInformer(false)}).StoredQuotas(); len(got) != 0 {
+	notSynced := []interface{ HasSynced() bool }{fakeInformer(true), fakeInformer(false)}
+	if got := (storedQuotas{reader: f.client, informers: notSynced}).StoredQuotas(); len(got) != 0 {
 		t.Errorf("StoredQuotas before the cache synced = %+v, want none", got)
 	}
 	failing := newFixture(t, interceptor.Funcs{
@@ -101,7 +194,7 @@ func TestStoredQuotas(t *testing.T) {
 			return errors.New("cache stopped")
 		},
 	}, current)
-	if got := (storedQuotas{reader: failing.client, informer: fakeInformer(true)}).StoredQuotas(); len(got) != 0 {
+	if got := (storedQuotas{reader: failing.client, informers: synced}).StoredQuotas(); len(got) != 0 {
 		t.Errorf("StoredQuotas when the list fails = %+v, want none", got)
 	}
 }

@@ -140,6 +140,7 @@ func (h pacedQuotasOf) enqueue(ctx context.Context, obj client.Object, releases 
 		ctrl.LoggerFrom(ctx).Error(err, "Listing quotas for a binding event", "namespace", obj.GetNamespace())
 		return
 	}
+	h.enqueueBusiness(ctx, obj.GetNamespace(), releases, q)
 	if len(quotas.Items) == 0 {
 		return
 	}
@@ -155,6 +156,22 @@ func (h pacedQuotasOf) enqueue(ctx context.Context, obj client.Object, releases 
 	for i := range quotas.Items {
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&quotas.Items[i])}
 		pending := reservations[req.Name] + len(quotas.Items[i].Status.Reservations)
+		if d := h.pacer.delay(req.NamespacedName, pending, releases); d > 0 {
+			q.AddAfter(req, d)
+		} else {
+			q.Add(req)
+		}
+	}
+}
+
+// enqueueBusiness enqueues, paced as the namespace's own quotas, the business quotas selecting namespace.
+func (h pacedQuotasOf) enqueueBusiness(ctx context.Context, namespace string, releases bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range businessQuotasSelecting(ctx, h.quotas, namespace) {
+		pending := 0
+		var ledger quotav1alpha1.KarmadaBusinessQuotaLedger
+		if err := h.quotas.Get(ctx, req.NamespacedName, &ledger, client.UnsafeDisableDeepCopy); err == nil {
+			pending = len(ledger.Reservations)
+		}
 		if d := h.pacer.delay(req.NamespacedName, pending, releases); d > 0 {
 			q.AddAfter(req, d)
 		} else {

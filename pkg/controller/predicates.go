@@ -50,8 +50,16 @@ func settlesAny(bindings client.Reader, obj client.Object, seen map[reservationK
 		if seen[keyOf(r)] {
 			continue
 		}
+		if r.ReservedBy.Kind == quota.KindWork {
+			continue // a Work's: settled by the Work's own event
+		}
+		// A business quota's reservation names its binding's namespace; a namespace's quota's is its own.
+		namespace := r.ReservedBy.Namespace
+		if namespace == "" {
+			namespace = obj.GetNamespace()
+		}
 		var rb workv1alpha2.ResourceBinding
-		err := bindings.Get(context.Background(), client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.ReservedBy.Name}, &rb)
+		err := bindings.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: r.ReservedBy.Name}, &rb)
 		if err != nil {
 			continue // not observed yet: its own event will settle it
 		}
@@ -66,6 +74,8 @@ func settlesAny(bindings client.Reader, obj client.Object, seen map[reservationK
 func reservationsOf(obj client.Object) []quotav1alpha1.Reservation {
 	switch o := obj.(type) {
 	case *quotav1alpha1.KarmadaQuotaLedger:
+		return o.Reservations
+	case *quotav1alpha1.KarmadaBusinessQuotaLedger:
 		return o.Reservations
 	case *quotav1alpha1.KarmadaQuota:
 		return o.Status.Reservations

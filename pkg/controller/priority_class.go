@@ -40,10 +40,10 @@ func (r *QuotaReconciler) classify(ctx context.Context, ledger *quota.Ledger, bi
 	return failed, nil
 }
 
-func unclassifiedNames(failed []priorityclass.Failure) map[string]bool {
-	names := make(map[string]bool, len(failed))
+func unclassifiedNames(failed []priorityclass.Failure) map[types.NamespacedName]bool {
+	names := make(map[types.NamespacedName]bool, len(failed))
 	for _, f := range failed {
-		names[f.Binding] = true
+		names[types.NamespacedName{Namespace: f.Namespace, Name: f.Binding}] = true
 	}
 	return names
 }

@@ -5,7 +5,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -26,6 +28,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/templates"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
@@ -60,14 +63,19 @@ type QuotaReconciler struct {
 	requeuer  *requeuer
 	// classes reads the priority class of bindings that lack it, for scoped quotas; nil takes bindings as they are.
 	classes *priorityclass.Resolver
-	// written holds this controller's last status write of each quota while the cache is older, and
-	// writtenLedgers its last write of each ledger; nil reads every quota, or ledger, from the apiserver.
-	written        *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
-	writtenLedgers *lastwrite.Store[*quotav1alpha1.KarmadaQuotaLedger]
+	// written holds this controller's last status write of each quota while the cache is older, writtenBusiness of
+	// each business quota, and writtenLedgers its last write of each ledger (of either kind); nil reads every
+	// quota, or ledger, from the apiserver.
+	written         *lastwrite.Store[*quotav1alpha1.KarmadaQuota]
+	writtenBusiness *lastwrite.Store[*quotav1alpha1.KarmadaBusinessQuota]
+	writtenLedgers  *lastwrite.Store[*quotav1alpha1.KarmadaQuotaLedger]
 	// pacer spaces the recounts that binding changes cause; nil recounts on every change.
 	pacer *pacer
 	// statusPacer spaces the status writes that only move counts; nil writes every change at once.
 	statusPacer *statusPacer
+	// views spaces the writes of business quotas' AppliedBusinessQuotas that only move counts; nil writes every
+	// change at once.
+	views *viewPacer
 	// members shows what the member clusters run next to what is charged; nil when they are not read.
 	members *memberView
 	// works holds what the bindings' Works ask their members to run; nil counts bindings alone (tests).
@@ -106,21 +114,22 @@ func (r *QuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // lost compare-and-swap.
 func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, fresh bool) (ctrl.Result, bool, error) {
 	key := req.NamespacedName
-	var q quotav1alpha1.KarmadaQuota
-	if err := r.read(ctx, key, fresh, &q); err != nil {
+	s, err := r.read(ctx, key, fresh)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(key)
 			return ctrl.Result{}, false, nil
 		}
 		return ctrl.Result{}, false, err
 	}
+	q := s.quota
 	stored, err := r.readLedger(ctx, key, fresh)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	ledger, err := quota.NewLedger(&q, quota.LedgerOf(stored, &q))
+	ledger, err := quota.NewLedger(q, quota.LedgerOf(stored, q))
 	if err != nil {
-		return failed(r.markInvalid(ctx, &q, err))
+		return failed(r.markInvalid(ctx, s, err))
 	}
 	if ledger.Fenced() && !fresh {
 		// The ledger knows a newer spec than the cache: recount that one, read from the apiserver.
@@ -138,14 +147,25 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 			return ctrl.Result{}, false, fmt.Errorf("the view of the Works never synced: %w", context.Cause(ctx))
 		}
 	}
-	bindings, unclassified, err := r.readBindings(ctx, &q, ledger)
+	namespaces, err := r.governed(ctx, s, ledger)
+	if err != nil {
+		if invalid := (invalidSelector{}); errors.As(err, &invalid) {
+			return failed(r.markInvalid(ctx, s, err))
+		}
+		return ctrl.Result{}, false, err
+	}
+	bindings, byNamespace, unclassified, err := r.readBindings(ctx, namespaces, ledger)
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
 	var works []quota.ObservedWork
 	if r.works != nil {
-		if works, err = r.works.observe(ctx, q.Namespace, bindings); err != nil {
-			return ctrl.Result{}, false, err
+		for i, namespace := range namespaces {
+			observed, err := r.works.observe(ctx, namespace, byNamespace[i])
+			if err != nil {
+				return ctrl.Result{}, false, err
+			}
+			works = append(works, observed...)
 		}
 		if works, err = r.freshWorks(ctx, bindings, works); err != nil {
 			return ctrl.Result{}, false, err
@@ -163,10 +183,14 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		EvictionTimeout: r.evictionTimeout, Gone: r.deleted.has, Now: now,
 	})
 	for _, bad := range tally.Malformed {
-		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(q.Namespace, bad.Binding), "err", bad.Err)
+		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(bad.Namespace, bad.Binding), "err", bad.Err)
 	}
-	members := r.members.observe(&q, ledger, tally.Clusters, now)
-	status := renderStatus(&q, ledger, tally, unclassified, members, joined, now)
+	var members memberReport
+	if s.business == nil {
+		// Members are read per namespace; a business quota's view of them is its namespaces' quotas'.
+		members = r.members.observe(q, ledger, tally.Clusters, now)
+	}
+	status := renderStatus(q, ledger, tally, unclassified, members, joined, now)
 
 	// A quota without a ledger that reserves nothing gets none: admission decides on its status then
 	// (quota.NewLedger), and the first admission that reserves creates it. A new quota's first recount (a cold
@@ -176,39 +200,44 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		// The ledger first: it settles the reservations and records used in one write, and only then may the
 		// quota's status stop listing reservations an earlier release's webhook wrote there (they are in the
 		// ledger now).
-		if err := r.writeLedger(ctx, &q, stored, ledger, tally); err != nil {
+		if err := r.writeLedger(ctx, q, stored, ledger, tally); err != nil {
 			return failed(err)
 		}
 	}
 	// Settled once the ledger write landed, whatever becomes of the status write: a retry finds nothing to settle.
-	r.announceSettled(&q, tally)
+	r.announceSettled(s.object(), tally)
 	drifted := r.state.drifted(key, q.UID, &q.Status)
 	// A status that only moves its counts waits for the status interval (statusPacer) when admission decides on
 	// the ledger just written; without a ledger, admission decides on the status, which is written at once. Status
 	// someone else changed is repaired at once.
-	var statusWait time.Duration
+	var statusWait, viewWait time.Duration
 	if !drifted && !ledgerless {
 		statusWait = r.statusPacer.wait(key, &q.Status, status)
 	}
 	if statusWait == 0 {
-		wrote, err := r.writeStatus(ctx, &q, status)
+		wrote, err := r.writeStatus(ctx, s, status, namespaces, ledger, tally)
 		if err != nil {
 			return failed(err)
 		}
 		if wrote {
 			r.statusPacer.wrote(key)
 		}
-		r.announce(ctx, &q, members, drifted)
-	}
-	// The metrics show the recount, whether its status is written yet or not.
-	requeue := r.state.record(key, &q, status, tally.Headroom, tally.MemberRoom, tally.Waiting)
-	r.state.recordUnclassified(key, len(unclassified))
-	if requeue {
-		if err := r.requeuer.requeue(ctx, &q, tally.Headroom, tally.MemberRoom, tally.Waiting.Bindings); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(&q))
+		r.announce(ctx, s.object(), members, drifted)
+		if s.business != nil {
+			if viewWait, err = r.applyViews(ctx, s.business, namespaces); err != nil {
+				return ctrl.Result{}, false, err
+			}
 		}
 	}
-	return ctrl.Result{RequeueAfter: sooner(sooner(tally.UntilExpiry, members.recheck), statusWait)}, false, nil
+	// The metrics show the recount, whether its status is written yet or not.
+	requeue := r.state.record(key, q, status, namespaceParts(s, status, namespaces, ledger, tally), tally.Headroom, tally.MemberRoom, tally.Waiting)
+	r.state.recordUnclassified(key, len(unclassified))
+	if requeue {
+		if err := r.requeuer.requeue(ctx, s.object(), tally.Headroom, tally.MemberRoom, tally.Waiting.Bindings); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Requeueing waiting bindings failed", "quota", klog.KObj(q))
+		}
+	}
+	return ctrl.Result{RequeueAfter: sooner(sooner(sooner(tally.UntilExpiry, members.recheck), statusWait), viewWait)}, false, nil
 }
 
 // failed is a reconcile's outcome for the error of a write: a lost compare-and-swap is a conflict, read again and
@@ -232,27 +261,66 @@ func (r *QuotaReconciler) forget(key types.NamespacedName) {
 	if r.writtenLedgers != nil {
 		r.writtenLedgers.Forget(key)
 	}
+	if r.writtenBusiness != nil {
+		r.writtenBusiness.Forget(key)
+	}
+	r.views.forget(key)
 }
 
-// readBindings lists the quota's namespace's bindings and, for a scoped quota, reads the priority class of those
-// that lack it (classify), returning those it could not read.
-func (r *QuotaReconciler) readBindings(ctx context.Context, q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger) ([]workv1alpha2.ResourceBinding, []priorityclass.Failure, error) {
+// readBindings lists the bindings of the namespaces the quota governs (all of them, and each namespace's, in the
+// order of namespaces) and, for a scoped quota, reads the priority class of those that lack it (classify),
+// returning those it could not read.
+func (r *QuotaReconciler) readBindings(ctx context.Context, namespaces []string, ledger *quota.Ledger) ([]workv1alpha2.ResourceBinding, [][]workv1alpha2.ResourceBinding, []priorityclass.Failure, error) {
 	// Read-only: the recount never changes a binding and the requeuer copies one before patching it, so the
 	// cache's objects are listed as they are rather than deep-copied, 10,000 of them per recount.
-	var bindings workv1alpha2.ResourceBindingList
-	if err := r.client.List(ctx, &bindings, client.InNamespace(q.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, nil, fmt.Errorf("listing bindings: %w", err)
+	byNamespace := make([][]workv1alpha2.ResourceBinding, len(namespaces))
+	for i, namespace := range namespaces {
+		var bindings workv1alpha2.ResourceBindingList
+		if err := r.client.List(ctx, &bindings, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, nil, fmt.Errorf("listing bindings: %w", err)
+		}
+		byNamespace[i] = bindings.Items
 	}
-	unclassified, err := r.classify(ctx, ledger, bindings.Items)
+	var all []workv1alpha2.ResourceBinding
+	switch len(namespaces) {
+	case 0: // a business quota selecting no namespace
+	case 1:
+		all = byNamespace[0]
+	default:
+		all = slices.Concat(byNamespace...)
+		// Each namespace's part points into the whole, so that what classify fills in is seen by both.
+		at := 0
+		for i := range byNamespace {
+			byNamespace[i] = all[at : at+len(byNamespace[i])]
+			at += len(byNamespace[i])
+		}
+	}
+	unclassified, err := r.classify(ctx, ledger, all)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return bindings.Items, unclassified, nil
+	return all, byNamespace, unclassified, nil
 }
 
-// writeStatus writes status when it differs from the quota's as read, and remembers the write for the next read. It
-// reports whether it wrote.
-func (r *QuotaReconciler) writeStatus(ctx context.Context, q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus) (bool, error) {
+// writeStatus writes status when it differs from the quota's as read, and remembers the write for the next read;
+// a business quota's with its namespaces' part (businessStatus). It reports whether it wrote.
+func (r *QuotaReconciler) writeStatus(ctx context.Context, s subject, status *quotav1alpha1.KarmadaQuotaStatus, namespaces []string,
+	ledger *quota.Ledger, tally quota.Tally) (bool, error) {
+	if b := s.business; b != nil {
+		full := businessStatus(status, namespaces, ledger, tally)
+		if equality.Semantic.DeepEqual(b.Status, *full) {
+			return false, nil
+		}
+		b.Status = *full
+		if err := r.client.Status().Update(ctx, b); err != nil {
+			return false, fmt.Errorf("writing status: %w", err)
+		}
+		if r.writtenBusiness != nil {
+			r.writtenBusiness.Remember(b)
+		}
+		return true, nil
+	}
+	q := s.quota
 	if equality.Semantic.DeepEqual(q.Status, *status) {
 		return false, nil
 	}
@@ -269,16 +337,17 @@ func (r *QuotaReconciler) writeStatus(ctx context.Context, q *quotav1alpha1.Karm
 // readLedger reads the quota's ledger object: from the apiserver when fresh, otherwise the newer of the cache's copy
 // and this controller's last write of it. Nil when there is none.
 func (r *QuotaReconciler) readLedger(ctx context.Context, key types.NamespacedName, fresh bool) (*quotav1alpha1.KarmadaQuotaLedger, error) {
-	stored := &quotav1alpha1.KarmadaQuotaLedger{}
 	if fresh || r.writtenLedgers == nil {
-		if err := r.apiReader.Get(ctx, key, stored); err != nil {
+		stored, err := quotaio.GetLedger(ctx, r.apiReader, key)
+		if err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
 		return stored, nil
 	}
 	// One this controller created and the cache has not seen yet is created again, refused as existing, and read
 	// from the apiserver on the retry: rare, and it never takes a deleted ledger for a current one.
-	if err := r.client.Get(ctx, key, stored); err != nil {
+	stored, err := quotaio.GetLedger(ctx, r.client, key)
+	if err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	return r.writtenLedgers.Newest(stored), nil
@@ -297,12 +366,7 @@ func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.Karm
 	if stored != nil && equality.Semantic.DeepEqual(stored, obj) {
 		return nil
 	}
-	var err error
-	if stored == nil {
-		err = r.client.Create(ctx, obj)
-	} else {
-		err = r.client.Update(ctx, obj)
-	}
+	err := quotaio.WriteLedger(ctx, r.client, obj, stored == nil)
 	// Created by the webhook first, or deleted since it was read: read it again.
 	if apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
 		err = apierrors.NewConflict(quotav1alpha1.GroupVersion.WithResource("karmadaquotaledgers").GroupResource(), q.Name, err)
@@ -318,7 +382,7 @@ func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.Karm
 
 // announceSettled counts and tells the reservations a recount settled, once its ledger write landed: a lost write
 // is retried, and would count them twice.
-func (r *QuotaReconciler) announceSettled(q *quotav1alpha1.KarmadaQuota, tally quota.Tally) {
+func (r *QuotaReconciler) announceSettled(q client.Object, tally quota.Tally) {
 	metrics.ReservationsExpired.Add(float64(tally.Expired))
 	metrics.ReservationsSettled.Add(float64(len(tally.Settled) - tally.Expired))
 	if tally.Expired > 0 {
@@ -334,7 +398,7 @@ func (r *QuotaReconciler) announceSettled(q *quotav1alpha1.KarmadaQuota, tally q
 
 // announce tells what a recount found, once its status write landed: a lost write is retried, and would tell it
 // twice.
-func (r *QuotaReconciler) announce(ctx context.Context, q *quotav1alpha1.KarmadaQuota, members memberReport, drifted bool) {
+func (r *QuotaReconciler) announce(ctx context.Context, q client.Object, members memberReport, drifted bool) {
 	if len(members.newlyOver) > 0 {
 		r.recorder.Event(q, corev1.EventTypeWarning, EventMembersRunMore,
 			"Member clusters run more than the quota charges there: "+describe(members.newlyOver))
@@ -356,21 +420,31 @@ func sooner(a, b time.Duration) time.Duration {
 
 // read reads the quota from the apiserver when fresh; otherwise it takes the newer of the cache's copy and this
 // controller's last write of it.
-func (r *QuotaReconciler) read(ctx context.Context, key types.NamespacedName, fresh bool, q *quotav1alpha1.KarmadaQuota) error {
+func (r *QuotaReconciler) read(ctx context.Context, key types.NamespacedName, fresh bool) (subject, error) {
 	if fresh || r.written == nil {
-		return r.apiReader.Get(ctx, key, q)
+		q, b, err := quotaio.GetQuota(ctx, r.apiReader, key)
+		return subject{quota: q, business: b}, err
 	}
-	if err := r.client.Get(ctx, key, q); err != nil {
-		return err
+	if quotaio.Business(key) {
+		var b quotav1alpha1.KarmadaBusinessQuota
+		if err := r.client.Get(ctx, key, &b); err != nil {
+			return subject{}, err
+		}
+		newest := r.writtenBusiness.Newest(&b)
+		return subject{quota: newest.AsKarmadaQuota(), business: newest}, nil
 	}
-	*q = *r.written.Newest(q)
-	return nil
+	var q quotav1alpha1.KarmadaQuota
+	if err := r.client.Get(ctx, key, &q); err != nil {
+		return subject{}, err
+	}
+	return subject{quota: r.written.Newest(&q)}, nil
 }
 
 // markInvalid reports a quota that slipped past validation: Ready=False, an event, and nothing else written. A
 // conflict is returned as such, for the caller to read again and retry.
-func (r *QuotaReconciler) markInvalid(ctx context.Context, q *quotav1alpha1.KarmadaQuota, cause error) error {
-	r.recorder.Event(q, corev1.EventTypeWarning, EventInvalidSpec, cause.Error())
+func (r *QuotaReconciler) markInvalid(ctx context.Context, s subject, cause error) error {
+	q := s.quota
+	r.recorder.Event(s.object(), corev1.EventTypeWarning, EventInvalidSpec, cause.Error())
 	status := q.Status.DeepCopy()
 	status.ObservedGeneration = q.Generation
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
@@ -381,5 +455,5 @@ func (r *QuotaReconciler) markInvalid(ctx context.Context, q *quotav1alpha1.Karm
 		return nil
 	}
 	q.Status = *status
-	return r.client.Status().Update(ctx, q)
+	return quotaio.UpdateStatus(ctx, r.client, q, s.business)
 }

@@ -107,7 +107,7 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 	}
 	f.client = fake.NewClientBuilder().
 		WithScheme(scheme.Scheme).
-		WithStatusSubresource(&quotav1alpha1.KarmadaQuota{}, &workv1alpha2.ResourceBinding{}).
+		WithStatusSubresource(&quotav1alpha1.KarmadaQuota{}, &quotav1alpha1.KarmadaBusinessQuota{}, &workv1alpha2.ResourceBinding{}).
 		WithObjects(objs...).
 		WithInterceptorFuncs(funcs).
 		Build()
@@ -115,15 +115,16 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 	f.state = newState()
 	f.requeuer = &requeuer{client: f.client, clock: f.clock, recorder: f.recorder, cooldown: time.Minute, last: map[types.UID]time.Time{}}
 	f.reconciler = &QuotaReconciler{
-		client:         f.client,
-		apiReader:      f.client,
-		clock:          f.clock,
-		recorder:       f.recorder,
-		deleted:        f.deleted,
-		state:          f.state,
-		requeuer:       f.requeuer,
-		written:        lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
-		writtenLedgers: lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
+		client:          f.client,
+		apiReader:       f.client,
+		clock:           f.clock,
+		recorder:        f.recorder,
+		deleted:         f.deleted,
+		state:           f.state,
+		requeuer:        f.requeuer,
+		written:         lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		writtenBusiness: lastwrite.NewStore[*quotav1alpha1.KarmadaBusinessQuota](),
+		writtenLedgers:  lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
 	}
 	return f
 }
@@ -835,10 +836,12 @@ func TestReconcileConflictRetried(t *testing.T) {
 				return interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if ledger, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok && calls.Add(1) == 1 {
 						webhooks := &quotav1alpha1.KarmadaQuotaLedger{
-							ObjectMeta:       metav1.ObjectMeta{Namespace: ledger.Namespace, Name: ledger.Name, OwnerReferences: ledger.OwnerReferences},
-							QuotaGeneration:  1,
-							Reservations:     []quotav1alpha1.Reservation{lateReservation},
-							ReservationCount: 1,
+							ObjectMeta: metav1.ObjectMeta{Namespace: ledger.Namespace, Name: ledger.Name, OwnerReferences: ledger.OwnerReferences},
+							LedgerState: quotav1alpha1.LedgerState{
+								QuotaGeneration:  1,
+								Reservations:     []quotav1alpha1.Reservation{lateReservation},
+								ReservationCount: 1,
+							},
 						}
 						if err := c.Create(ctx, webhooks); err != nil {
 							return err

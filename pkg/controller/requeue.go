@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
@@ -46,7 +45,7 @@ type candidate struct {
 // scheduler found no member room for, memberRoom on the resources limited on members too (quota.Tally's).
 // waiting are the recount's (quota.Tally.Waiting), on this very quota only (Ledger.WaitsOn): one that needs nothing
 // it limits waits on another quota, and requeueing it here would only have it refused again.
-func (r *requeuer) requeue(ctx context.Context, q *quotav1alpha1.KarmadaQuota, headroom, memberRoom resources.List, waiting []quota.WaitingBinding) error {
+func (r *requeuer) requeue(ctx context.Context, q client.Object, headroom, memberRoom resources.List, waiting []quota.WaitingBinding) error {
 	r.forgetCooledDown()
 	// Copies to promise from: the state keeps the recount's, to compare the next recount's with.
 	headroom, memberRoom = headroom.Clone(), memberRoom.Clone()

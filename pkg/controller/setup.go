@@ -52,6 +52,9 @@ type Options struct {
 	// StatusInterval is the shortest time between two status writes of one quota that only move its counts
 	// (statusPacer); 0 writes every change at once.
 	StatusInterval time.Duration
+	// ViewInterval is the shortest time between two writes of a business quota's AppliedBusinessQuotas that only
+	// move their counts (applyViews); 0 writes every change at once.
+	ViewInterval time.Duration
 	// MemberSampleInterval is how often the pods of every member cluster are read through Karmada's cluster proxy
 	// and compared with what each quota charges there; 0 reads none.
 	MemberSampleInterval time.Duration
@@ -84,6 +87,9 @@ func (o Options) Validate() error {
 	}
 	if o.StatusInterval < 0 {
 		errs = append(errs, errors.New("the status interval must not be negative"))
+	}
+	if o.ViewInterval < 0 {
+		errs = append(errs, errors.New("the business view interval must not be negative"))
 	}
 	if o.MemberSampleInterval < 0 {
 		errs = append(errs, errors.New("the member sample interval must not be negative"))
@@ -132,7 +138,15 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	if err != nil {
 		return "quota informer", err
 	}
-	metrics.SetStoredQuotaSource(storedQuotas{reader: mgr.GetClient(), informer: quotaInformer})
+	businessInformer, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.KarmadaBusinessQuota{})
+	if err != nil {
+		return "business quota informer", err
+	}
+	// Requested now, so that the teams' views are synced before the first recount writes them.
+	if _, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.AppliedBusinessQuota{}); err != nil {
+		return "applied business quota informer", err
+	}
+	metrics.SetStoredQuotaSource(storedQuotas{reader: mgr.GetClient(), informers: []interface{ HasSynced() bool }{quotaInformer, businessInformer}})
 	r := &QuotaReconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
@@ -142,11 +156,13 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		state:     st,
 		requeuer:  &requeuer{client: mgr.GetClient(), clock: opts.Clock, recorder: recorder, cooldown: opts.RequeueCooldown, last: map[types.UID]time.Time{}},
 		// Templates are read past the cache: an informer would hold every Deployment of the federation.
-		classes:        priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize),
-		written:        lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
-		writtenLedgers: lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
-		pacer:          newPacer(opts.SettleInterval, opts.StatusInterval, opts.SettleBacklog, opts.Clock.Now),
-		statusPacer:    newStatusPacer(opts.StatusInterval, opts.Clock.Now),
+		classes:         priorityclass.NewResolver(mgr.GetAPIReader(), priorityclass.DefaultCacheSize),
+		written:         lastwrite.NewStore[*quotav1alpha1.KarmadaQuota](),
+		writtenBusiness: lastwrite.NewStore[*quotav1alpha1.KarmadaBusinessQuota](),
+		writtenLedgers:  lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
+		pacer:           newPacer(opts.SettleInterval, opts.StatusInterval, opts.SettleBacklog, opts.Clock.Now),
+		statusPacer:     newStatusPacer(opts.StatusInterval, opts.Clock.Now),
+		views:           newViewPacer(opts.ViewInterval, opts.Clock.Now),
 		// What bindings' objects hold on members (claims, load balancers) is read past the cache too.
 		holdings:        interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize),
 		evictionTimeout: opts.EvictionTimeout,
@@ -209,6 +225,14 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		// settleable the moment it lands (see settleableReservation). A ledger deleted by hand is written again.
 		Watches(&quotav1alpha1.KarmadaQuotaLedger{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted()))).
+		// A business quota is recounted by the same reconciler: its requests are its name, without a namespace.
+		Watches(&quotav1alpha1.KarmadaBusinessQuota{}, &handler.EnqueueRequestForObject{},
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&quotav1alpha1.KarmadaBusinessQuotaLedger{}, &handler.EnqueueRequestForObject{},
+			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted()))).
+		// A namespace labelled into a business brings its usage along; one labelled out, or deleted, takes it away.
+		Watches(namespaceMetadata(), handler.EnqueueRequestsFromMapFunc(everyBusinessQuota(mgr.GetClient())),
+			builder.WithPredicates(namespaceMoved())).
 		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
 		// change what a binding uses. A wait for quota starting or ending changes only status, and the count of
 		// bindings waiting.
@@ -274,9 +298,22 @@ func resyncEvery(ctx context.Context, c client.Client, period time.Duration, out
 			ctrl.LoggerFrom(ctx).Error(err, "Listing quotas for the resync")
 			continue
 		}
+		var business quotav1alpha1.KarmadaBusinessQuotaList
+		if err := c.List(ctx, &business); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing business quotas for the resync")
+			continue
+		}
+		all := make([]*quotav1alpha1.KarmadaQuota, 0, len(quotas.Items)+len(business.Items))
 		for i := range quotas.Items {
+			all = append(all, &quotas.Items[i])
+		}
+		for i := range business.Items {
+			// Enqueued by its key, which a business quota read as a KarmadaQuota keeps (no namespace).
+			all = append(all, business.Items[i].AsKarmadaQuota())
+		}
+		for _, q := range all {
 			select {
-			case out <- event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota]{Object: &quotas.Items[i]}:
+			case out <- event.TypedGenericEvent[*quotav1alpha1.KarmadaQuota]{Object: q}:
 			case <-ctx.Done():
 				return nil
 			}

@@ -112,13 +112,15 @@ func printOf(status *quotav1alpha1.KarmadaQuotaStatus) statusPrint {
 }
 
 // record remembers the status now stored (q's), the status the recount rendered for the metrics (shown: the same,
-// or newer counts whose write the status pacer holds back), and the headroom, the room on members and the bindings
+// or newer counts whose write the status pacer holds back) with, for a business quota, what each namespace it selects
+// uses (namespaces, namespaceParts; nil for a KarmadaQuota), and the headroom, the room on members and the bindings
 // waiting on the quota as the recount found them (quota.Tally; the lists are kept, not copied), and reports whether
 // it is time to requeue waiting bindings: any limited resource gained headroom or room on members since the last
 // record (or this is the first), or a binding is seen waiting that was not at the last record. The second covers a
 // refusal whose condition reaches this controller's cache only after the growth that would have let it in: the
 // growth's requeue did not see it waiting, and no later growth may come.
-func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, shown *quotav1alpha1.KarmadaQuotaStatus, headroom, memberRoom resources.List, waiting quota.Waiting) bool {
+func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, shown *quotav1alpha1.KarmadaQuotaStatus,
+	namespaces []quotav1alpha1.NamespaceUsage, headroom, memberRoom resources.List, waiting quota.Waiting) bool {
 	waitingUIDs := make(map[types.UID]bool, len(waiting.Bindings))
 	for _, w := range waiting.Bindings {
 		waitingUIDs[w.Binding.UID] = true
@@ -145,8 +147,18 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 		}
 	}
 	s.quotas[key] = &quotaState{uid: q.UID, written: printOf(&q.Status), headroom: headroom, memberRoom: memberRoom, waiting: waitingUIDs,
-		snapshot: snapshot(q, shown, waiting)}
+		snapshot: snapshot(q, shown, namespaces, waiting)}
 	return requeue
+}
+
+// namespaceParts is what each namespace a business quota selects now uses of it, as its status shows them
+// (businessStatus, status.namespaces[]), for the metrics; nil for a KarmadaQuota. A namespace that left the business
+// is not among them, so the snapshot record builds from them drops it.
+func namespaceParts(s subject, status *quotav1alpha1.KarmadaQuotaStatus, namespaces []string, ledger *quota.Ledger, tally quota.Tally) []quotav1alpha1.NamespaceUsage {
+	if s.business == nil {
+		return nil
+	}
+	return businessStatus(status, namespaces, ledger, tally).Namespaces
 }
 
 func (s *state) forget(key types.NamespacedName) {
@@ -166,7 +178,9 @@ func (s *state) Snapshots() []metrics.QuotaSnapshot {
 	return out
 }
 
-func snapshot(q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus, waiting quota.Waiting) metrics.QuotaSnapshot {
+// snapshot is what the metrics export of a quota: q's identity (a business quota's with an empty namespace), status
+// as rendered, and, for a business quota, each selected namespace's part (namespaces).
+func snapshot(q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaStatus, namespaces []quotav1alpha1.NamespaceUsage, waiting quota.Waiting) metrics.QuotaSnapshot {
 	s := metrics.QuotaSnapshot{
 		Namespace: q.Namespace, Name: q.Name,
 		Hard: floats(status.Hard), Used: floats(status.Used), Reserved: floats(status.Reserved),
@@ -193,6 +207,10 @@ func snapshot(q *quotav1alpha1.KarmadaQuota, status *quotav1alpha1.KarmadaQuotaS
 	}
 	for _, g := range status.ClusterGroups {
 		s.SetGroup(g.Name, floats(g.Hard), floats(g.Used), floats(g.Reserved))
+	}
+	for _, n := range namespaces {
+		// After Hard: a namespace exports every resource of it, 0 included.
+		s.SetNamespace(n.Name, floats(n.Used))
 	}
 	if c := meta.FindStatusCondition(status.Conditions, quotav1alpha1.ConditionMembersWithinQuota); c != nil && c.Status != metav1.ConditionUnknown {
 		more := 0.0

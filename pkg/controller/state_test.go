@@ -55,7 +55,7 @@ func recordStatus(t *testing.T, s *state, status *quotav1alpha1.KarmadaQuotaStat
 	if err != nil {
 		t.Fatalf("Parse(%v): %v", status.Used, err)
 	}
-	return s.record(teamKey, q, &q.Status, ledger.Headroom(used), nil, quota.Waiting{})
+	return s.record(teamKey, q, &q.Status, nil, ledger.Headroom(used), nil, quota.Waiting{})
 }
 
 // waitingSince is what a recount finds waiting: bindings of the given UIDs (needing nothing the test looks at),
@@ -263,7 +263,7 @@ func TestStateSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLedger: %v", err)
 	}
-	s.record(teamKey, q, &q.Status, ledger.Headroom(resources.List{}), nil, waitingSince(t0, "web", "api"))
+	s.record(teamKey, q, &q.Status, nil, ledger.Headroom(resources.List{}), nil, waitingSince(t0, "web", "api"))
 	if got := s.Snapshots(); len(got) != 1 || got[0].Waiting != 2 || !got[0].OldestWaiting.Equal(t0) {
 		t.Errorf("snapshots = %+v, want one with 2 bindings waiting since %v", got, t0)
 	}
@@ -277,6 +277,99 @@ func TestStateSnapshots(t *testing.T) {
 	s.forget(teamKey)
 	if got := s.Snapshots(); len(got) != 0 {
 		t.Errorf("snapshots after forget = %+v, want none", got)
+	}
+}
+
+// TestStateSnapshotsBusinessQuota: a business quota's snapshot has its name and no namespace, and each namespace it
+// selects with every limited resource (0 for what it does not use); a namespace missing from the next record (it
+// left the business) is gone from the snapshot, and forget removes the rest.
+func TestStateSnapshotsBusinessQuota(t *testing.T) {
+	s := newState()
+	key := types.NamespacedName{Name: "shop"}
+	q := utiltesting.BusinessQuota("shop", list("cpu", "10", "pods", "20")).AsKarmadaQuota()
+	status := &quotav1alpha1.KarmadaQuotaStatus{
+		Hard: list("cpu", "10", "pods", "20"), Used: list("cpu", "2500m", "pods", "3"), Reserved: list("cpu", "0", "pods", "0"),
+	}
+	namespaces := []quotav1alpha1.NamespaceUsage{
+		{Name: "shop-dev", Used: list("cpu", "500m", "pods", "0")},
+		{Name: "shop-prod", Used: list("cpu", "2", "pods", "3")},
+		// Selected, nothing counted there: exported at 0 all the same.
+		{Name: "shop-staging"},
+	}
+	s.record(key, q, status, namespaces, nil, nil, quota.Waiting{})
+	want := []metrics.QuotaSnapshot{{
+		Name:     "shop",
+		Hard:     map[string]float64{"cpu": 10, "pods": 20},
+		Used:     map[string]float64{"cpu": 2.5, "pods": 3},
+		Reserved: map[string]float64{"cpu": 0, "pods": 0},
+		Clusters: map[string]map[string]float64{},
+		Namespaces: map[string]map[string]float64{
+			"shop-dev":     {"cpu": 0.5, "pods": 0},
+			"shop-prod":    {"cpu": 2, "pods": 3},
+			"shop-staging": {"cpu": 0, "pods": 0},
+		},
+	}}
+	if diff := cmp.Diff(want, s.Snapshots()); diff != "" {
+		t.Errorf("snapshots (-want +got):\n%s", diff)
+	}
+
+	// shop-dev left the business: the next recount lists the others only.
+	s.record(key, q, status, namespaces[1:], nil, nil, quota.Waiting{})
+	got := s.Snapshots()
+	if len(got) != 1 {
+		t.Fatalf("snapshots = %+v, want one", got)
+	}
+	if diff := cmp.Diff(map[string]map[string]float64{"shop-prod": {"cpu": 2, "pods": 3}, "shop-staging": {"cpu": 0, "pods": 0}}, got[0].Namespaces); diff != "" {
+		t.Errorf("namespaces after shop-dev left (-want +got):\n%s", diff)
+	}
+	// None selected any more: no namespace is exported.
+	s.record(key, q, status, nil, nil, nil, quota.Waiting{})
+	if got := s.Snapshots(); len(got) != 1 || len(got[0].Namespaces) != 0 {
+		t.Errorf("snapshots = %+v, want one without namespaces", got)
+	}
+	s.forget(key)
+	if got := s.Snapshots(); len(got) != 0 {
+		t.Errorf("snapshots after forget = %+v, want none", got)
+	}
+}
+
+// TestNamespaceParts: a KarmadaQuota has no namespace parts; a business quota has one per namespace it selects, as its
+// status renders them (the author's resource names, every limited resource), none of a namespace not selected.
+func TestNamespaceParts(t *testing.T) {
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	teamLedger, err := quota.NewLedger(team, nil)
+	if err != nil {
+		t.Fatalf("NewLedger: %v", err)
+	}
+	if got := namespaceParts(subject{quota: team}, &team.Status, []string{ns}, teamLedger, quota.Tally{}); got != nil {
+		t.Errorf("namespaceParts of a KarmadaQuota = %+v, want nil", got)
+	}
+
+	bq := utiltesting.BusinessQuota("shop", list("cpu", "10", "pods", "20"))
+	q := bq.AsKarmadaQuota()
+	ledger, err := quota.NewLedger(q, nil)
+	if err != nil {
+		t.Fatalf("NewLedger: %v", err)
+	}
+	used, err := resources.Parse(list("cpu", "2", "pods", "3"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	tally := quota.Tally{Namespaces: map[string]resources.List{"shop-prod": used, "shop-old": used}}
+	q.Status.Hard = list("cpu", "10", "pods", "20")
+	parts := namespaceParts(subject{quota: q, business: bq}, &q.Status, []string{"shop-dev", "shop-prod"}, ledger, tally)
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.Name)
+	}
+	if diff := cmp.Diff([]string{"shop-dev", "shop-prod"}, names); diff != "" {
+		t.Errorf("namespaceParts' namespaces (-want +got):\n%s", diff)
+	}
+	// As the metrics export them.
+	got := snapshot(q, &q.Status, parts, quota.Waiting{}).Namespaces
+	want := map[string]map[string]float64{"shop-dev": {"cpu": 0, "pods": 0}, "shop-prod": {"cpu": 2, "pods": 3}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("namespaces of the snapshot (-want +got):\n%s", diff)
 	}
 }
 
@@ -382,7 +475,7 @@ func TestStateRecordRequeuesOnGrowthOrNewlyWaiting(t *testing.T) {
 			t.Fatalf("Parse: %v", err)
 		}
 		memberRoom := resources.List{"requests.cpu": step.memberRoom}
-		if got := s.record(teamKey, q, &q.Status, ledger.Headroom(used), memberRoom, step.waiting); got != step.want {
+		if got := s.record(teamKey, q, &q.Status, nil, ledger.Headroom(used), memberRoom, step.waiting); got != step.want {
 			t.Errorf("%s: record = %v, want %v", step.what, got, step.want)
 		}
 	}

@@ -111,7 +111,7 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 		Type:               quotav1alpha1.ConditionReady,
 		Status:             metav1.ConditionTrue,
 		Reason:             ReasonCalculated,
-		Message:            "Usage recounted from the namespace's ResourceBindings",
+		Message:            recountedFrom(q),
 		ObservedGeneration: q.Generation,
 		LastTransitionTime: metav1.NewTime(now),
 	})
@@ -119,6 +119,14 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 		meta.SetStatusCondition(&status.Conditions, *members.condition)
 	}
 	return status
+}
+
+// recountedFrom is the Ready condition's message: where the usage was counted.
+func recountedFrom(q *quotav1alpha1.KarmadaQuota) string {
+	if q.Namespace == "" {
+		return "Usage recounted from the ResourceBindings of the namespaces the business quota selects"
+	}
+	return "Usage recounted from the namespace's ResourceBindings"
 }
 
 // summary renders "cpu: 3/10, memory: 1Gi/20Gi" for the printer column, in the author's names.

@@ -247,7 +247,7 @@ func (v *workView) observe(ctx context.Context, namespace string, bindings []wor
 func (v *workView) observeWork(ctx context.Context, w *askingWork, rb *workv1alpha2.ResourceBinding) (quota.ObservedWork, error) {
 	observed := quota.ObservedWork{
 		Namespace: w.Namespace, Name: w.Name, UID: w.UID, Generation: w.Generation,
-		Binding: w.Binding.Name, BindingID: w.BindingID, Cluster: w.Cluster, Deleting: w.DeletionTimestamp != nil,
+		BindingNamespace: w.Binding.Namespace, Binding: w.Binding.Name, BindingID: w.BindingID, Cluster: w.Cluster, Deleting: w.DeletionTimestamp != nil,
 	}
 	if w.Unreadable != "" {
 		klog.FromContext(ctx).V(2).Info("Work counted as asking nothing beyond its binding: unreadable", "work", klog.KObj(w), "reason", w.Unreadable)

@@ -26,6 +26,12 @@ var (
 	bindingsResource = workv1alpha2.SchemeGroupVersion.WithResource("resourcebindings")
 	// eventsResource is where Karmada's controllers record events: core/v1, through client-go's record package.
 	eventsResource = corev1.SchemeGroupVersion.WithResource("events")
+
+	// Business quotas: the cluster-scoped quota and ledger cluster admins read, and the view of it the controller
+	// keeps in each namespace it selects, which teams read.
+	businessQuotasResource  = quotav1alpha1.GroupVersion.WithResource("karmadabusinessquotas")
+	businessLedgersResource = quotav1alpha1.GroupVersion.WithResource("karmadabusinessquotaledgers")
+	appliedResource         = quotav1alpha1.GroupVersion.WithResource("appliedbusinessquotas")
 )
 
 // reader reads KarmadaQuotas, ResourceBindings and the events on a binding from the karmada-apiserver. It knows
@@ -127,4 +133,74 @@ func decodeAll[T any](list *unstructured.UnstructuredList) ([]T, error) {
 
 func groupResource(gvr schema.GroupVersionResource) string {
 	return gvr.GroupResource().String()
+}
+
+// appliedQuota gets the AppliedBusinessQuota of a namespace named name: the business quota of that name, as the
+// namespace sees it.
+func (r *reader) appliedQuota(ctx context.Context, namespace, name string) (*quotav1alpha1.AppliedBusinessQuota, error) {
+	c := call{verb: "get", resource: groupResource(appliedResource), kind: "AppliedBusinessQuota", namespace: namespace, name: name}
+	u, err := r.client.Resource(appliedResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	var a quotav1alpha1.AppliedBusinessQuota
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err != nil {
+		return nil, fmt.Errorf("decoding AppliedBusinessQuota %s/%s: %w", namespace, name, err)
+	}
+	return &a, nil
+}
+
+// appliedQuotas lists the AppliedBusinessQuotas of a namespace, or of all namespaces when namespace is empty: the
+// business quotas that apply there.
+func (r *reader) appliedQuotas(ctx context.Context, namespace string) ([]quotav1alpha1.AppliedBusinessQuota, error) {
+	c := call{verb: "list", resource: groupResource(appliedResource), kind: "AppliedBusinessQuota", namespace: namespace}
+	list, err := r.client.Resource(appliedResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	return decodeAll[quotav1alpha1.AppliedBusinessQuota](list)
+}
+
+func (r *reader) businessQuota(ctx context.Context, name string) (*quotav1alpha1.KarmadaBusinessQuota, error) {
+	c := call{verb: "get", resource: groupResource(businessQuotasResource), kind: kindBusinessQuota, name: name, clusterScoped: true}
+	u, err := r.client.Resource(businessQuotasResource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	var q quotav1alpha1.KarmadaBusinessQuota
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
+		return nil, fmt.Errorf("decoding KarmadaBusinessQuota %s: %w", name, err)
+	}
+	return &q, nil
+}
+
+func (r *reader) businessQuotas(ctx context.Context) ([]quotav1alpha1.KarmadaBusinessQuota, error) {
+	c := call{verb: "list", resource: groupResource(businessQuotasResource), kind: kindBusinessQuota, clusterScoped: true}
+	list, err := r.client.Resource(businessQuotasResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	return decodeAll[quotav1alpha1.KarmadaBusinessQuota](list)
+}
+
+// businessLedger gets the ledger of business quota name, read as a quota's ledger; nil when it has none yet (no
+// admission reserved anything on it). Someone who may read the business quota but not its ledger gets nil and a
+// warning to print: the quota's status then shows what is reserved in sum.
+func (r *reader) businessLedger(ctx context.Context, name string) (*quotav1alpha1.KarmadaQuotaLedger, string, error) {
+	c := call{verb: "get", resource: groupResource(businessLedgersResource), kind: kindBusinessQuotaLedger, name: name, clusterScoped: true}
+	u, err := r.client.Resource(businessLedgersResource).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Sprintf("you may not get %s %q: what is reserved is shown in sum, as the business quota's "+
+			"status last counted it, not reservation by reservation", groupResource(businessLedgersResource), name), nil
+	case apierrors.IsNotFound(err) && !apiNotServed(asStatus(err)):
+		return nil, "", nil
+	case err != nil:
+		return nil, "", &apiError{call: c, server: r.server, err: err}
+	}
+	var l quotav1alpha1.KarmadaBusinessQuotaLedger
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l); err != nil {
+		return nil, "", fmt.Errorf("decoding KarmadaBusinessQuotaLedger %s: %w", name, err)
+	}
+	return l.AsKarmadaQuotaLedger(), "", nil
 }

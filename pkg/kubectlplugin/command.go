@@ -1,5 +1,6 @@
 // Package kubectlplugin is `kubectl karmada quota`, the kubectl plugin that reads KarmadaQuotas: describe a quota,
-// list quotas across namespaces fullest first, and say why a workload is or is not scheduled; and that converts
+// list quotas across namespaces fullest first, and say why a workload is or is not scheduled; that reads business
+// quotas, each team its namespace's part (describe) and cluster admins the whole (business); and that converts
 // Karmada's FederatedResourceQuotas into KarmadaQuotas (convert-frq). It owns the flags,
 // the requests to the karmada-apiserver and the explanation of their failures; what is printed is computed and
 // rendered by the pure package report.
@@ -55,8 +56,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "kubectl-karmada-quota",
 		Short: "Read KarmadaQuotas: what each namespace may use across member clusters, and why a workload waits",
 		Long: "Read KarmadaQuotas on the karmada-apiserver: what each namespace may use across all member clusters, what\n" +
-			"it uses in each, which bindings wait for quota, and why a workload is or is not scheduled; and convert\n" +
-			"Karmada's FederatedResourceQuotas into KarmadaQuotas.",
+			"it uses in each, which bindings wait for quota, and why a workload is or is not scheduled; read business\n" +
+			"quotas, which limit the namespaces of a business together (describe shows a namespace's part, business the\n" +
+			"whole); and convert Karmada's FederatedResourceQuotas into KarmadaQuotas.",
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -67,7 +69,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
 	root.AddCommand(newDescribeCommand(o), newListCommand(o, false), newListCommand(o, true), newWhyCommand(o),
-		newConvertFRQCommand(o, nil))
+		newBusinessCommand(o), newConvertFRQCommand(o, nil))
 	return root
 }
 
@@ -153,7 +155,12 @@ func newDescribeCommand(o *options) *cobra.Command {
 			"yet marked), its limits on groups of member clusters with the clusters each selects, and the bindings waiting\n" +
 			"for quota whose needs it limits, with what each asks for and what is missing here; then the reservations not\n" +
 			"yet observed, each held by a binding (its placement) or by a Work (what its member cluster runs beyond the\n" +
-			"binding's placement). Without NAME, every quota of the namespace.",
+			"binding's placement). Without NAME, every quota of the namespace.\n\n" +
+			"A business quota, which limits the namespaces of a business together, is shown too, as the namespace sees it\n" +
+			"(its AppliedBusinessQuota, which the stock view role reads): the business's Used, Reserved and Hard, what this\n" +
+			"namespace uses of it, its limits on member clusters, and the namespace's bindings waiting on it; nothing of\n" +
+			"the business's other namespaces. Cluster admins read the whole with `business NAME`. A NAME held by both a\n" +
+			"KarmadaQuota and a business quota shows both (-o json prints a list then).",
 		Example: "  kubectl karmada quota describe team-a -n team-a\n  kubectl karmada quota describe -n team-a -o yaml",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -170,16 +177,25 @@ func newDescribeCommand(o *options) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			var quotas []quotav1alpha1.KarmadaQuota
+			var applied []quotav1alpha1.AppliedBusinessQuota
 			if len(args) == 1 {
-				q, err := r.quota(ctx, ns, args[0])
-				if err != nil {
+				if quotas, applied, err = r.quotasNamed(ctx, ns, args[0]); err != nil {
 					return err
 				}
-				quotas = []quotav1alpha1.KarmadaQuota{*q}
-			} else if quotas, err = r.quotas(ctx, ns); err != nil {
-				return err
+			} else {
+				if quotas, err = r.quotas(ctx, ns); err != nil {
+					return err
+				}
+				if applied, err = r.appliedQuotas(ctx, ns); err != nil {
+					// Business quotas are shown to those who may read them, where they exist: a role without them,
+					// or a karmada-quota without them, still gets the namespace's own quotas.
+					if !unreadable(err) {
+						return err
+					}
+					applied = nil
+				}
 			}
-			if len(quotas) == 0 {
+			if len(quotas)+len(applied) == 0 {
 				if out.format != "" {
 					return out.print(o.streams.Out, report.QuotaList{Items: []report.Quota{}}, nil)
 				}
@@ -197,20 +213,28 @@ func newDescribeCommand(o *options) *cobra.Command {
 				waitingUnknown = fmt.Sprintf("you may not list ResourceBindings in namespace %s", ns)
 				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", err)
 			}
-			ledgers, warning, err := r.ledgers(ctx, ns)
-			if err != nil {
-				return err
+			var ledgers report.Ledgers
+			if len(quotas) > 0 {
+				var warning string
+				if ledgers, warning, err = r.ledgers(ctx, ns); err != nil {
+					return err
+				}
+				if warning != "" {
+					fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", warning)
+				}
 			}
-			if warning != "" {
-				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", warning)
-			}
-			described := make([]report.Quota, len(quotas))
+			described := make([]report.Quota, 0, len(quotas)+len(applied))
 			for i := range quotas {
-				described[i] = report.Describe(&quotas[i], ledgers.Of(&quotas[i]), bindings)
+				described = append(described, report.Describe(&quotas[i], ledgers.Of(&quotas[i]), bindings))
+			}
+			for i := range applied {
+				described = append(described, report.DescribeApplied(&applied[i], bindings))
+			}
+			for i := range described {
 				described[i].WaitingUnknown = waitingUnknown
 			}
 			var obj any = report.QuotaList{Items: described}
-			if len(args) == 1 {
+			if len(args) == 1 && len(described) == 1 {
 				obj = described[0]
 			}
 			return out.print(o.streams.Out, obj, func(w io.Writer) error { return report.WriteQuotas(w, described) })
@@ -218,6 +242,38 @@ func newDescribeCommand(o *options) *cobra.Command {
 	}
 	out.addFlag(cmd)
 	return cmd
+}
+
+// quotasNamed finds what `describe NAME` names in a namespace: its KarmadaQuota, and the business quota of that
+// name applying there (its AppliedBusinessQuota), whichever exist. Neither is an error naming both; a refused or
+// failed read of the KarmadaQuota is that read's error, whatever the business quotas.
+func (r *reader) quotasNamed(ctx context.Context, namespace, name string) ([]quotav1alpha1.KarmadaQuota, []quotav1alpha1.AppliedBusinessQuota, error) {
+	var quotas []quotav1alpha1.KarmadaQuota
+	q, quotaErr := r.quota(ctx, namespace, name)
+	switch {
+	case quotaErr == nil:
+		quotas = append(quotas, *q)
+	case !missingObject(quotaErr):
+		return nil, nil, quotaErr
+	}
+	a, appliedErr := r.appliedQuota(ctx, namespace, name)
+	switch {
+	case appliedErr == nil:
+		return quotas, []quotav1alpha1.AppliedBusinessQuota{*a}, nil
+	case missingObject(appliedErr):
+		if len(quotas) == 0 {
+			return nil, nil, &apiError{server: r.server, err: quotaErr, call: call{verb: "get", resource: groupResource(quotasResource),
+				kind: "KarmadaQuota or business quota (AppliedBusinessQuota)", namespace: namespace, name: name}}
+		}
+	case unreadable(appliedErr):
+		// Not knowing the business quotas, it is the KarmadaQuota that is missing, if any is.
+		if len(quotas) == 0 {
+			return nil, nil, quotaErr
+		}
+	default:
+		return nil, nil, appliedErr
+	}
+	return quotas, nil, nil
 }
 
 func newListCommand(o *options, top bool) *cobra.Command {
@@ -228,7 +284,7 @@ func newListCommand(o *options, top bool) *cobra.Command {
 		Short: "List every limited resource of every quota, by namespace and name",
 		Long: "List one row per quota and limited resource: used, hard, percent used, and whether the quota's status is\n" +
 			"current. Sorted by namespace, quota and resource, so a quota's resources stay together; `top` prints the\n" +
-			"same rows fullest first.",
+			"same rows fullest first.\n\n" + businessRowsHelp,
 		Example: "  kubectl karmada quota list -A\n  kubectl karmada quota list -n team-a -o json",
 	}
 	if top {
@@ -236,7 +292,7 @@ func newListCommand(o *options, top bool) *cobra.Command {
 		cmd.Short = "List every limited resource of every quota, fullest first"
 		cmd.Long = "List one row per quota and limited resource: used, hard, percent used, and whether the quota's status is\n" +
 			"current. Sorted fullest first across all quotas (then by namespace, quota and resource), so what is about to\n" +
-			"refuse placements comes first; `list` prints the same rows by name."
+			"refuse placements comes first; `list` prints the same rows by name.\n\n" + businessRowsHelp
 		cmd.Example = "  kubectl karmada quota top -A"
 	}
 	cmd.Args = cobra.NoArgs
@@ -259,7 +315,12 @@ func newListCommand(o *options, top bool) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rows := report.Rows(quotas)
+		business, err := r.businessRows(cmd.Context(), ns)
+		if err != nil {
+			return err
+		}
+		rows := append(report.Rows(quotas), business...)
+		report.SortByName(rows)
 		if top {
 			report.SortFullest(rows)
 		}
@@ -283,6 +344,37 @@ func newListCommand(o *options, top bool) *cobra.Command {
 	return cmd
 }
 
+// businessRowsHelp says how `list` and `top` show business quotas.
+const businessRowsHelp = "Business quotas, which limit the namespaces of a business together, are listed with \"(business)\" after\n" +
+	"their name, and the business's used and hard. Across namespaces (-A), each is listed once, with \"*\" for its\n" +
+	"namespaces (its KarmadaBusinessQuota, which cluster admins read); in a namespace, those that apply to it (its\n" +
+	"AppliedBusinessQuotas, which the stock view role reads, status Applied). Across namespaces for someone who may\n" +
+	"not read KarmadaBusinessQuotas, each is listed in every namespace it applies to; those you may not read at all\n" +
+	"are left out."
+
+// businessRows lists the rows of the business quotas a reader of namespace (every namespace when empty) may see:
+// across namespaces, every KarmadaBusinessQuota, or for someone who may not list them, the AppliedBusinessQuotas
+// of every namespace; in a namespace, its AppliedBusinessQuotas. None when they may not be read.
+func (r *reader) businessRows(ctx context.Context, namespace string) ([]report.Row, error) {
+	if namespace == "" {
+		business, err := r.businessQuotas(ctx)
+		if err == nil {
+			return report.BusinessRows(business), nil
+		}
+		if !unreadable(err) {
+			return nil, err
+		}
+	}
+	applied, err := r.appliedQuotas(ctx, namespace)
+	if err != nil {
+		if unreadable(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return report.AppliedRows(applied), nil
+}
+
 func newWhyCommand(o *options) *cobra.Command {
 	var out output
 	cmd := &cobra.Command{
@@ -295,7 +387,8 @@ func newWhyCommand(o *options) *cobra.Command {
 			"cluster. Scheduled, but a member's Work refused by quota (WorkRefused: an OverridePolicy raising requests, a\n" +
 			"DaemonSet's pod per node, a CronJob's Jobs), as Karmada last reported it in a SyncWorkFailed event on the\n" +
 			"binding: each member's refusal and what to do. A bare NAME is a Deployment; KIND is any kind kubectl knows\n" +
-			"(deploy, statefulset.apps, a CRD).",
+			"(deploy, statefulset.apps, a CRD). Business quotas that apply to the namespace are read from its\n" +
+			"AppliedBusinessQuotas; one the refusal names that cannot be read is shown as the refusal's message said it.",
 		Example: "  kubectl karmada quota why web -n team-a\n  kubectl karmada quota why statefulset/db -n team-a -o json",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -324,6 +417,17 @@ func newWhyCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var applied report.AppliedBusinessQuotas
+			if applied.Items, err = r.appliedQuotas(ctx, ns); err != nil {
+				// Needed only to explain a business quota's refusal, which the answer then names from its message.
+				if !unreadable(err) {
+					return err
+				}
+				applied.Unknown = fmt.Sprintf("you may not list AppliedBusinessQuotas in namespace %s", ns)
+				if !apierrors.IsForbidden(err) {
+					applied.Unknown = "the karmada-apiserver serves no AppliedBusinessQuotas"
+				}
+			}
 			ledgers, warning, err := r.ledgers(ctx, ns)
 			if err != nil {
 				return err
@@ -345,7 +449,7 @@ func newWhyCommand(o *options) *cobra.Command {
 					events.Unknown = eventsUnknown(ns, eventsErr)
 				}
 			}
-			why := report.Explain(workload, rb, quotas, ledgers, events)
+			why := report.Explain(workload, rb, quotas, applied, ledgers, events)
 			if why.EventsUnknown != "" {
 				fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", eventsErr)
 			}

@@ -18,10 +18,23 @@ type call struct {
 	resource string
 	// kind is what a person calls one object of it (KarmadaQuota).
 	kind string
-	// namespace is empty across all namespaces.
+	// namespace is empty across all namespaces, and for a cluster-scoped resource.
 	namespace string
 	name      string
+	// clusterScoped is set for a resource that has no namespace (karmadabusinessquotas).
+	clusterScoped bool
 }
+
+// Kinds of the plugin's calls the explanations tell apart.
+const (
+	kindBusinessQuota       = "KarmadaBusinessQuota"
+	kindBusinessQuotaLedger = "KarmadaBusinessQuotaLedger"
+)
+
+// businessForAdmins says who reads business quotas, and what a team reads instead.
+const businessForAdmins = "A business quota names every namespace of its business and what each uses, so no stock role grants " +
+	"reading it: cluster admins do. A team reads the business quotas of its namespace, and its own part of them, with " +
+	"`kubectl karmada quota describe -n NAMESPACE` (their AppliedBusinessQuotas, which the stock view role reads)"
 
 // apiError is a failed call, explained for the person who made it. Errors carry the call and the server's URL
 // rather than the raw client error, whose wording ("the server could not find the requested resource") does not
@@ -42,8 +55,12 @@ func (e *apiError) Error() string {
 	case apierrors.IsNotFound(err) && apiNotServed(status):
 		return fmt.Sprintf("the server at %s does not serve %s: point --kubeconfig or --context at the karmada-apiserver, "+
 			"and check that karmada-quota is installed there", e.server, c.resource)
+	case apierrors.IsNotFound(err) && c.name != "" && c.clusterScoped:
+		return fmt.Sprintf("no %s named %q", c.kind, c.name)
 	case apierrors.IsNotFound(err) && c.name != "":
 		return fmt.Sprintf("no %s named %q in namespace %q", c.kind, c.name, c.namespace)
+	case apierrors.IsForbidden(err) && (c.kind == kindBusinessQuota || c.kind == kindBusinessQuotaLedger):
+		return fmt.Sprintf("you may not %s %s (the karmada-apiserver said: %s).\n%s", c.verb, c.resource, status.Status().Message, businessForAdmins)
 	case apierrors.IsForbidden(err):
 		where := fmt.Sprintf("in namespace %q", c.namespace)
 		grant := fmt.Sprintf("a RoleBinding to the ClusterRole view in namespace %q", c.namespace)
@@ -67,7 +84,10 @@ func (e *apiError) Error() string {
 		return fmt.Sprintf("cannot reach the karmada-apiserver at %s: %v", e.server, err)
 	}
 	where := fmt.Sprintf(" in namespace %q", c.namespace)
-	if c.namespace == "" {
+	switch {
+	case c.clusterScoped:
+		where = ""
+	case c.namespace == "":
 		where = " across all namespaces"
 	}
 	return fmt.Sprintf("%s %s%s: %v", c.verb, c.resource, where, err)
@@ -102,4 +122,24 @@ func apiNotServed(status apierrors.APIStatus) bool {
 		}
 	}
 	return false
+}
+
+// asStatus is the API status an error carries; nil when it carries none.
+func asStatus(err error) apierrors.APIStatus {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status
+	}
+	return nil
+}
+
+// missingObject reports a 404 for one object of a resource the server serves: no object of that name.
+func missingObject(err error) bool {
+	return apierrors.IsNotFound(err) && !apiNotServed(asStatus(err))
+}
+
+// unreadable reports an error saying that the user may not read a resource, or that the server does not serve it
+// (a karmada-quota from before business quotas): what the plugin reads besides what was asked for is skipped on it.
+func unreadable(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsNotFound(err) && apiNotServed(asStatus(err))
 }

@@ -64,6 +64,26 @@ func TestAPIErrorExplains(t *testing.T) {
 				`Once karmada-quota is installed, the stock view role grants reading KarmadaQuotas and ResourceBindings: ` +
 				`ask an admin for a ClusterRoleBinding to the ClusterRole view`,
 		},
+		"no such business quota: it has no namespace": {
+			call: call{verb: "get", resource: "karmadabusinessquotas.quota.karmada.io", kind: "KarmadaBusinessQuota", name: "shop", clusterScoped: true},
+			err:  apierrors.NewNotFound(schema.GroupResource{Group: "quota.karmada.io", Resource: "karmadabusinessquotas"}, "shop"),
+			want: `no KarmadaBusinessQuota named "shop"`,
+		},
+		"no right to read business quotas: no stock role grants it, and what a team reads instead": {
+			call: call{verb: "list", resource: "karmadabusinessquotas.quota.karmada.io", kind: "KarmadaBusinessQuota", clusterScoped: true},
+			err: apierrors.NewForbidden(schema.GroupResource{Group: "quota.karmada.io", Resource: "karmadabusinessquotas"}, "",
+				errors.New(`User "jane" cannot list resource "karmadabusinessquotas" in API group "quota.karmada.io" at the cluster scope`)),
+			want: `you may not list karmadabusinessquotas.quota.karmada.io (the karmada-apiserver said: karmadabusinessquotas.quota.karmada.io ` +
+				`is forbidden: User "jane" cannot list resource "karmadabusinessquotas" in API group "quota.karmada.io" at the cluster scope).` + "\n" +
+				"A business quota names every namespace of its business and what each uses, so no stock role grants reading it: " +
+				"cluster admins do. A team reads the business quotas of its namespace, and its own part of them, with " +
+				"`kubectl karmada quota describe -n NAMESPACE` (their AppliedBusinessQuotas, which the stock view role reads)",
+		},
+		"anything else of a cluster-scoped resource: no namespace named": {
+			call: call{verb: "list", resource: "karmadabusinessquotas.quota.karmada.io", kind: "KarmadaBusinessQuota", clusterScoped: true},
+			err:  apierrors.NewInternalError(errors.New("etcd is down")),
+			want: "list karmadabusinessquotas.quota.karmada.io: Internal error occurred: etcd is down",
+		},
 		"credentials refused": {
 			call: getQuota,
 			err:  apierrors.NewUnauthorized("Unauthorized"),

@@ -3,7 +3,14 @@
 // in place: the new name is added beside the old one, and the old one is documented as deprecated until it goes.
 //
 // Each binary registers only the series it produces (RegisterWebhook, RegisterController, RegisterOperator), so
-// none exports another's counters stuck at zero. The alerts and the dashboard in the chart
+// none exports another's counters stuck at zero.
+//
+// A KarmadaBusinessQuota is exported under the same quota families as a KarmadaQuota, with its name as quota and an
+// empty namespace, which Prometheus stores as no namespace label at all: namespace="" selects business quotas,
+// namespace!="" KarmadaQuotas (a KarmadaQuota always has a namespace, so the two never share a series). No kind
+// label tells them apart: adding one would change the identity of every series already stored. What each of a
+// business quota's namespaces uses has a family of its own, business_namespace_used, whose namespace label is that
+// namespace. The alerts and the dashboard in the chart
 // (deploy/charts/karmada-quota/files/monitoring) name only these series; a test keeps them honest.
 package metrics
 
@@ -30,6 +37,7 @@ const (
 const (
 	KindResourceBinding  = "ResourceBinding"
 	KindKarmadaQuota     = "KarmadaQuota"
+	KindBusinessQuota    = "KarmadaBusinessQuota"
 	KindWork             = "Work"
 	KindResourceTemplate = "ResourceTemplate"
 )
@@ -173,8 +181,9 @@ func StatusWriteConflict(writer string) {
 }
 
 // QuotaSnapshot is what the leader's collector exports for one quota, in base units (cores, bytes, counts), as of
-// its last recount.
+// its last recount. A KarmadaBusinessQuota's has an empty Namespace and fills Namespaces.
 type QuotaSnapshot struct {
+	// Namespace is the KarmadaQuota's namespace; empty for a KarmadaBusinessQuota, which is cluster-scoped.
 	Namespace, Name      string
 	Hard, Used, Reserved map[string]float64
 	// Clusters maps a member cluster to what the quota's namespace uses there.
@@ -208,6 +217,10 @@ type QuotaSnapshot struct {
 	// Groups maps a cluster group of the quota (spec.clusterGroups) to its limit and what its clusters use and
 	// reserve together (status.clusterGroups[]). SetGroup fills it.
 	Groups map[string]GroupSnapshot
+	// Namespaces maps each namespace a KarmadaBusinessQuota selects to what it uses of the quota
+	// (status.namespaces[]), every resource of Hard present, 0 included; nil for a KarmadaQuota. SetNamespace fills
+	// it. A namespace the business quota no longer selects is absent from the next recount's snapshot.
+	Namespaces map[string]map[string]float64
 }
 
 // GroupSnapshot is one cluster group of a quota, in base units: its limit, and what the clusters it selects now
@@ -257,6 +270,16 @@ func (s *QuotaSnapshot) SetGroup(group string, hard, used, reserved map[string]f
 		s.Groups = map[string]GroupSnapshot{}
 	}
 	s.Groups[group] = GroupSnapshot{Hard: hard, Used: withZeros(used, hard), Reserved: withZeros(reserved, hard)}
+}
+
+// SetNamespace records what one namespace a business quota selects uses of it (status.namespaces[].used), with
+// every resource of Hard present, 0 included: a selected namespace that uses nothing is at 0, not absent, so that
+// its part exists from the moment it joins. Call it after Hard is set.
+func (s *QuotaSnapshot) SetNamespace(namespace string, used map[string]float64) {
+	if s.Namespaces == nil {
+		s.Namespaces = map[string]map[string]float64{}
+	}
+	s.Namespaces[namespace] = withZeros(used, s.Hard)
 }
 
 // withZeros is values with a 0 for every resource of hard it lacks; values itself is not changed.
@@ -357,6 +380,9 @@ var (
 		"1 while some member cluster has run more than a quota charges there for longer than the controller's grace (its MembersWithinQuota condition is False), 0 while not. Absent while the members are not read.", quotaLabels, nil)
 	oldestWaitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting_oldest_timestamp_seconds",
 		"When the longest-waiting binding counted in bindings_waiting was refused (its Scheduled condition's lastTransitionTime), as Unix time. Absent when none waits.", quotaLabels, nil)
+	businessNamespaceUsedDesc = prometheus.NewDesc(namespace+"_business_namespace_used",
+		"Observed usage of one namespace a KarmadaBusinessQuota selects against that business quota (quota: the business quota's name; namespace: the selected namespace), in base units; every resource the quota limits, 0 included. Absent once the namespace leaves the business.",
+		resourceLabel, nil)
 
 	generationDesc = prometheus.NewDesc(namespace+"_metadata_generation",
 		"metadata.generation of a quota, as this controller replica's cache holds it.", quotaLabels, nil)
@@ -378,7 +404,7 @@ var quotas = &quotaCollector{}
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, clusterRunningDesc, clusterEvictingDesc,
 		clusterEvictingUntilDesc, clusterHardDesc, clusterReservedDesc, groupHardDesc, groupUsedDesc, groupReservedDesc,
-		waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc} {
+		waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc, businessNamespaceUsedDesc} {
 		ch <- d
 	}
 }
@@ -411,6 +437,11 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 				for resource, v := range values {
 					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, group, resource)
 				}
+			}
+		}
+		for ns, values := range s.Namespaces {
+			for resource, v := range values {
+				ch <- prometheus.MustNewConstMetric(businessNamespaceUsedDesc, prometheus.GaugeValue, v, ns, s.Name, resource)
 			}
 		}
 		for cluster, until := range s.ClustersEvictingUntil {

@@ -32,6 +32,7 @@ var (
 		"karmada_quota_bindings_unclassified",
 		"karmada_quota_bindings_waiting",
 		"karmada_quota_bindings_waiting_oldest_timestamp_seconds",
+		"karmada_quota_business_namespace_used",
 		"karmada_quota_cluster_evicting",
 		"karmada_quota_cluster_evicting_until_timestamp_seconds",
 		"karmada_quota_cluster_hard",
@@ -89,6 +90,20 @@ var teamQuota = QuotaSnapshot{
 	},
 }
 
+// shopQuota is a KarmadaBusinessQuota as the leader exports it: cluster-scoped (no namespace), limiting cpu and pods
+// over the namespaces shop-dev and shop-prod together, shop-dev running no pods.
+var shopQuota = QuotaSnapshot{
+	Name:     "shop",
+	Hard:     map[string]float64{"cpu": 10, "pods": 20},
+	Used:     map[string]float64{"cpu": 5, "pods": 3},
+	Reserved: map[string]float64{"cpu": 1, "pods": 0},
+	Clusters: map[string]map[string]float64{"member1": {"cpu": 5, "pods": 3}},
+	Namespaces: map[string]map[string]float64{
+		"shop-dev":  {"cpu": 2, "pods": 0},
+		"shop-prod": {"cpu": 3, "pods": 3},
+	},
+}
+
 // webhookRegistry is what quota-webhook serves on /metrics, karmada_quota_* only: its registration alone, as the
 // binary does it, before any request.
 func webhookRegistry(t *testing.T) prometheus.Gatherer {
@@ -104,7 +119,7 @@ func webhookRegistry(t *testing.T) prometheus.Gatherer {
 func controllerRegistry(t *testing.T) prometheus.Gatherer {
 	t.Helper()
 	RegisterController()
-	SetQuotaSource(fakeQuotas{teamQuota})
+	SetQuotaSource(fakeQuotas{teamQuota, shopQuota})
 	SetStoredQuotaSource(fakeStoredQuotas{{Namespace: "team-a", Name: "team", Generation: 2, ObservedGeneration: 2, Ready: true}})
 	t.Cleanup(func() {
 		SetQuotaSource(nil)
@@ -312,6 +327,100 @@ karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 	// A process whose controller never set a source (or a standby) exports nothing.
 	if n := testutil.CollectAndCount(&quotaCollector{}); n != 0 {
 		t.Errorf("a collector without a source exported %d series, want none", n)
+	}
+}
+
+// TestQuotaCollectorBusinessQuota: a business quota's series are the quota families' with its name and an empty
+// namespace (Prometheus stores it as no namespace label), beside the KarmadaQuotas' and apart from them; what each of
+// its namespaces uses is business_namespace_used, labelled with that namespace. A KarmadaQuota exports none of the
+// latter, and a namespace gone from the snapshot (the business no longer selects it) is gone from the scrape.
+func TestQuotaCollectorBusinessQuota(t *testing.T) {
+	c := &quotaCollector{}
+	c.source = fakeQuotas{teamQuota, shopQuota}
+	want := `
+# HELP karmada_quota_business_namespace_used Observed usage of one namespace a KarmadaBusinessQuota selects against that business quota (quota: the business quota's name; namespace: the selected namespace), in base units; every resource the quota limits, 0 included. Absent once the namespace leaves the business.
+# TYPE karmada_quota_business_namespace_used gauge
+karmada_quota_business_namespace_used{namespace="shop-dev",quota="shop",resource="cpu"} 2
+karmada_quota_business_namespace_used{namespace="shop-dev",quota="shop",resource="pods"} 0
+karmada_quota_business_namespace_used{namespace="shop-prod",quota="shop",resource="cpu"} 3
+karmada_quota_business_namespace_used{namespace="shop-prod",quota="shop",resource="pods"} 3
+# HELP karmada_quota_bindings_waiting Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.
+# TYPE karmada_quota_bindings_waiting gauge
+karmada_quota_bindings_waiting{namespace="",quota="shop"} 0
+karmada_quota_bindings_waiting{namespace="team-a",quota="team"} 1
+# HELP karmada_quota_cluster_used Observed usage against a quota in one member cluster, in base units.
+# TYPE karmada_quota_cluster_used gauge
+karmada_quota_cluster_used{cluster="member1",namespace="",quota="shop",resource="cpu"} 5
+karmada_quota_cluster_used{cluster="member1",namespace="",quota="shop",resource="pods"} 3
+karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="team",resource="cpu"} 1.5
+karmada_quota_cluster_used{cluster="member1",namespace="team-a",quota="team",resource="pods"} 3
+karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="team",resource="cpu"} 0.5
+karmada_quota_cluster_used{cluster="member2",namespace="team-a",quota="team",resource="pods"} 1
+# HELP karmada_quota_hard Hard limit of a quota, in base units.
+# TYPE karmada_quota_hard gauge
+karmada_quota_hard{namespace="",quota="shop",resource="cpu"} 10
+karmada_quota_hard{namespace="",quota="shop",resource="pods"} 20
+karmada_quota_hard{namespace="team-a",quota="team",resource="cpu"} 10
+karmada_quota_hard{namespace="team-a",quota="team",resource="pods"} 20
+# HELP karmada_quota_reserved Admitted but not yet observed usage against a quota, in base units.
+# TYPE karmada_quota_reserved gauge
+karmada_quota_reserved{namespace="",quota="shop",resource="cpu"} 1
+karmada_quota_reserved{namespace="",quota="shop",resource="pods"} 0
+karmada_quota_reserved{namespace="team-a",quota="team",resource="cpu"} 0.5
+karmada_quota_reserved{namespace="team-a",quota="team",resource="pods"} 1
+# HELP karmada_quota_used Observed usage against a quota, in base units.
+# TYPE karmada_quota_used gauge
+karmada_quota_used{namespace="",quota="shop",resource="cpu"} 5
+karmada_quota_used{namespace="",quota="shop",resource="pods"} 3
+karmada_quota_used{namespace="team-a",quota="team",resource="cpu"} 2
+karmada_quota_used{namespace="team-a",quota="team",resource="pods"} 4
+`
+	families := []string{"karmada_quota_business_namespace_used", "karmada_quota_bindings_waiting", "karmada_quota_cluster_used",
+		"karmada_quota_hard", "karmada_quota_reserved", "karmada_quota_used"}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), families...); err != nil {
+		t.Error(err)
+	}
+
+	// shop-dev left the business: the next recount's snapshot no longer holds it, and neither does the scrape.
+	left := shopQuota
+	left.Namespaces = map[string]map[string]float64{"shop-prod": shopQuota.Namespaces["shop-prod"]}
+	c.source = fakeQuotas{teamQuota, left}
+	want = `
+# HELP karmada_quota_business_namespace_used Observed usage of one namespace a KarmadaBusinessQuota selects against that business quota (quota: the business quota's name; namespace: the selected namespace), in base units; every resource the quota limits, 0 included. Absent once the namespace leaves the business.
+# TYPE karmada_quota_business_namespace_used gauge
+karmada_quota_business_namespace_used{namespace="shop-prod",quota="shop",resource="cpu"} 3
+karmada_quota_business_namespace_used{namespace="shop-prod",quota="shop",resource="pods"} 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "karmada_quota_business_namespace_used"); err != nil {
+		t.Error(err)
+	}
+
+	// The business quota deleted (forgotten): none of its series, and no namespace parts, are left.
+	c.source = fakeQuotas{teamQuota}
+	if n := testutil.CollectAndCount(c, "karmada_quota_business_namespace_used"); n != 0 {
+		t.Errorf("business_namespace_used exported %d series without a business quota, want none", n)
+	}
+}
+
+// TestSetNamespace: a namespace of a business quota exports every resource of the quota's hard, 0 included, whether
+// it uses anything or not, and the map handed in is not changed.
+func TestSetNamespace(t *testing.T) {
+	s := QuotaSnapshot{Hard: map[string]float64{"cpu": 10, "pods": 20}}
+	used := map[string]float64{"cpu": 2}
+	s.SetNamespace("shop-dev", used)
+	s.SetNamespace("shop-empty", nil)
+	want := QuotaSnapshot{
+		Hard: map[string]float64{"cpu": 10, "pods": 20},
+		Namespaces: map[string]map[string]float64{
+			"shop-dev":   {"cpu": 2, "pods": 0},
+			"shop-empty": {"cpu": 0, "pods": 0},
+		},
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("SetNamespace (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"cpu": 2}, used); diff != "" {
+		t.Errorf("SetNamespace changed the map it was given (-want +got):\n%s", diff)
 	}
 }
 

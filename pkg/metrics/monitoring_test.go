@@ -158,6 +158,45 @@ func TestAlerts(t *testing.T) {
 	}
 }
 
+// quotaSelector is a selector of one of the series exported per quota, whose namespace label tells a KarmadaQuota
+// (its namespace) from a KarmadaBusinessQuota (empty, stored as none): the name, and its matchers if any.
+var quotaSelector = regexp.MustCompile(`\b(karmada_quota_(?:hard|used|reserved|cluster_[a-z_]+|group_[a-z_]+|bindings_[a-z_]+|members_running_more))\b(\{[^}]*\})?`)
+
+// TestAlertsTellQuotaKinds: an alert on what a quota uses and limits names one kind of quota, so that its
+// description names the quota as it is: a KarmadaBusinessQuota* alert selects every quota series with namespace="",
+// and a KarmadaQuota* alert on the usage and limit series (hard, used, reserved, cluster_*, group_*) with
+// namespace!="" (no "KarmadaQuota /shop"). The binding alerts, which both kinds raise, say the kind in their
+// description instead, and the business ones read no per-namespace family but business_namespace_used.
+func TestAlertsTellQuotaKinds(t *testing.T) {
+	business := 0
+	for _, g := range readAlerts(t).Groups {
+		for _, r := range g.Rules {
+			where := g.Name + "/" + r.Alert
+			isBusiness := strings.HasPrefix(r.Alert, "KarmadaBusinessQuota")
+			if isBusiness {
+				business++
+			}
+			for _, m := range quotaSelector.FindAllStringSubmatch(r.Expr, -1) {
+				name, matchers := m[1], m[2]
+				switch {
+				case isBusiness && !strings.Contains(matchers, `namespace=""`):
+					t.Errorf("%s: %s%s does not select business quotas only (namespace=\"\")", where, name, matchers)
+				case !isBusiness && strings.HasPrefix(r.Alert, "KarmadaQuota") && !strings.HasPrefix(name, "karmada_quota_bindings_") &&
+					name != "karmada_quota_members_running_more" && !strings.Contains(matchers, `namespace!=""`):
+					t.Errorf("%s: %s%s does not select KarmadaQuotas only (namespace!=\"\"): it would fire for business quotas "+
+						"with a description naming \"KarmadaQuota /<name>\"", where, name, matchers)
+				}
+			}
+			if !isBusiness && strings.Contains(r.Expr, "karmada_quota_business_") {
+				t.Errorf("%s: a KarmadaQuota alert reads a business quota family", where)
+			}
+		}
+	}
+	if business == 0 {
+		t.Error("no KarmadaBusinessQuota alert: business quotas would raise none")
+	}
+}
+
 // alertTestCoverage reads promtool's test file: which alerts some test expects to fire, and which some test
 // expects quiet.
 func alertTestCoverage(t *testing.T) (firing, quiet map[string]bool) {
@@ -313,7 +352,7 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("variable %s: datasource %+v, want uid ${datasource}", v.Name, v.Datasource)
 		}
 	}
-	if diff := cmp.Diff(map[string]string{"datasource": "datasource", "namespace": "query", "quota": "query", "resource": "query", "cluster": "query"}, variables); diff != "" {
+	if diff := cmp.Diff(map[string]string{"datasource": "datasource", "namespace": "query", "quota": "query", "business": "query", "resource": "query", "cluster": "query"}, variables); diff != "" {
 		t.Errorf("variables (-want +got):\n%s", diff)
 	}
 	for name, selector := range variableSelectors(t, d) {

@@ -226,8 +226,8 @@ func (r *Resolver) Previous(ctx context.Context, old, current workv1alpha2.Objec
 
 // Failure is a binding ClassifyAll could not classify, and why.
 type Failure struct {
-	Binding string
-	Err     error
+	Namespace, Binding string
+	Err                error
 }
 
 // ClassifyAll fills in, in place, the class of the bindings that lack one (Lacks): bindings[i] gets new replica
@@ -246,7 +246,7 @@ func (r *Resolver) ClassifyAll(ctx context.Context, bindings []workv1alpha2.Reso
 		}
 		if !r.templates.Knows(rb.Spec.Resource) {
 			_, err := r.Class(ctx, rb.Spec.Resource)
-			failed = append(failed, Failure{Binding: rb.Name, Err: err})
+			failed = append(failed, Failure{Namespace: rb.Namespace, Binding: rb.Name, Err: err})
 			continue
 		}
 		refs = append(refs, rb.Spec.Resource)
@@ -255,7 +255,7 @@ func (r *Resolver) ClassifyAll(ctx context.Context, bindings []workv1alpha2.Reso
 	err := r.templates.Each(ctx, refs,
 		func(k int, class string) { fillClass(&bindings[of[k]], class) },
 		func(k int) {
-			failed = append(failed, Failure{Binding: bindings[of[k]].Name, Err: &Unclassifiable{Resource: refs[k], Why: templates.ErrGone.Error()}})
+			failed = append(failed, Failure{Namespace: bindings[of[k]].Namespace, Binding: bindings[of[k]].Name, Err: &Unclassifiable{Resource: refs[k], Why: templates.ErrGone.Error()}})
 		})
 	if err != nil {
 		return nil, err

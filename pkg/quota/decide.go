@@ -3,6 +3,8 @@ package quota
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
@@ -12,11 +14,14 @@ import (
 // reserved for a write now refused. It reads and changes only ledgers; the webhook reads the quotas before it and
 // writes the changed ones after it with a compare-and-swap, and decides again on a lost race.
 
-// Write is one binding write to decide against every quota of its namespace.
+// Write is one binding write to decide against every quota that governs its namespace.
 type Write struct {
-	Key   Key
-	Owner quotav1alpha1.ReservationOwner
-	New   usage.Usage
+	// Namespace is the binding's: the write is decided against the ledgers that govern it (Ledger.Governs). Empty
+	// decides it against every ledger, for a batch of one namespace's quotas.
+	Namespace string
+	Key       Key
+	Owner     quotav1alpha1.ReservationOwner
+	New       usage.Usage
 	// Old is nil for a create.
 	Old *usage.Usage
 	// DryRun writes are decided and reserve nothing.
@@ -33,13 +38,13 @@ type Undo struct {
 	Wrote Reservation
 }
 
-// Written remembers, per quota name and key, what the batch's earlier attempts reserved and wrote, so that a write
-// refused on a later attempt (after a lost race, its quotas re-read) gets its reservations back in the quotas that
-// had admitted it.
-type Written map[string]map[Key]Undo
+// Written remembers, per quota (Ledger.ID) and key, what the batch's earlier attempts reserved and wrote, so that a
+// write refused on a later attempt (after a lost race, its quotas re-read) gets its reservations back in the quotas
+// that had admitted it.
+type Written map[types.NamespacedName]map[Key]Undo
 
 // Landed records that the write of quota name, carrying undo (Decision.Undo of that quota), succeeded.
-func (w Written) Landed(name string, undo map[Key]Undo) {
+func (w Written) Landed(name types.NamespacedName, undo map[Key]Undo) {
 	if len(undo) == 0 {
 		return
 	}
@@ -90,7 +95,10 @@ func Decide(ledgers []*Ledger, writes []Write, written Written, p Policy) Decisi
 		}
 		demands := make([]Demand, len(ledgers))
 		for j, l := range ledgers {
-			demands[j] = l.Demand(w.Key, w.Owner, w.New, w.Old)
+			if !w.governedBy(l) {
+				continue
+			}
+			demands[j] = l.Demand(w.Key, w.ownerIn(l), w.New, w.Old)
 			if denial := l.Check(demands[j]); denial != nil {
 				d.Denials[i] = append(d.Denials[i], denial)
 			}
@@ -101,7 +109,7 @@ func Decide(ledgers []*Ledger, writes []Write, written Written, p Policy) Decisi
 			}
 			// All or nothing: a quota that admitted this write on an earlier attempt gets its reservation back.
 			for j, l := range ledgers {
-				if u, ok := written[l.Name][w.Key]; ok && l.RestoreIf(w.Key, u.Wrote, u.Prior) {
+				if u, ok := written[l.ID()][w.Key]; ok && l.RestoreIf(w.Key, u.Wrote, u.Prior) {
 					d.Changed[j] = true
 					d.RolledBack++
 				}
@@ -113,6 +121,9 @@ func Decide(ledgers []*Ledger, writes []Write, written Written, p Policy) Decisi
 			continue
 		}
 		for j, l := range ledgers {
+			if !w.governedBy(l) {
+				continue
+			}
 			prior, changed := l.Reserve(demands[j], p.Expires)
 			if !changed {
 				continue
@@ -125,7 +136,7 @@ func Decide(ledgers []*Ledger, writes []Write, written Written, p Policy) Decisi
 			// or earlier in this one when the batch holds the same key twice.
 			u, seen := d.Undo[j][w.Key]
 			if !seen {
-				u, seen = written[l.Name][w.Key]
+				u, seen = written[l.ID()][w.Key]
 			}
 			if !seen {
 				u.Prior = prior
@@ -142,6 +153,21 @@ func Decide(ledgers []*Ledger, writes []Write, written Written, p Policy) Decisi
 		}
 	}
 	return d
+}
+
+// ownerIn is the owner of w's reservation in l: a business quota's reservations name their binding's namespace,
+// which is not the quota's (a Work's name its execution namespace already).
+func (w Write) ownerIn(l *Ledger) quotav1alpha1.ReservationOwner {
+	owner := w.Owner
+	if l.Business() && owner.Kind != KindWork && owner.Namespace == "" {
+		owner.Namespace = w.Namespace
+	}
+	return owner
+}
+
+// governedBy reports whether l decides w.
+func (w Write) governedBy(l *Ledger) bool {
+	return w.Namespace == "" || l.Governs(w.Namespace)
 }
 
 // Freshness says what admission can tell, from the quotas alone, about whether an update attempt can commit.
@@ -173,6 +199,9 @@ func (w Write) Freshness(ledgers []*Ledger) Freshness {
 	}
 	ambiguous := false
 	for _, l := range ledgers {
+		if !w.governedBy(l) {
+			continue
+		}
 		for _, r := range l.reservations {
 			if r.Owner.UID == w.Key.UID && r.Generation > w.Key.Generation {
 				// Admitted from a version at generation r.Generation-1 >= w.Key.Generation, a version this attempt's

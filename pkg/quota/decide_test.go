@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/types"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
@@ -142,7 +143,7 @@ func TestDecide(t *testing.T) {
 			writes: func(t *testing.T) []Write {
 				return []Write{writeOf(t, webV1.Clone().Generation(2).Cluster("member1", 3).Obj(), webV1.Obj())}
 			},
-			written: Written{"a-cpu": {webKey: {Wrote: reservation(web.Obj(), 2, resources.List{requestsCPU: 3000}, expires)}}},
+			written: Written{{Namespace: "ns", Name: "a-cpu"}: {webKey: {Wrote: reservation(web.Obj(), 2, resources.List{requestsCPU: 3000}, expires)}}},
 			want: outcome{
 				Refused: [][]string{{"b-pods"}}, Changed: []bool{true, false}, Undo: []map[Key]Undo{nil, nil}, RolledBack: 1,
 			},
@@ -161,7 +162,7 @@ func TestDecide(t *testing.T) {
 					writeOf(t, webV1.Clone().Generation(2).Cluster("member1", 5).Obj(), webV1.Obj()),
 				}
 			},
-			written: Written{"a-cpu": {webKey: {Wrote: reservation(web.Obj(), 2, resources.List{requestsCPU: 1000}, expires)}}},
+			written: Written{{Namespace: "ns", Name: "a-cpu"}: {webKey: {Wrote: reservation(web.Obj(), 2, resources.List{requestsCPU: 1000}, expires)}}},
 			want:    outcome{Refused: [][]string{nil, {"a-cpu"}}, Changed: []bool{false}, Undo: []map[Key]Undo{nil}},
 			wantStates: []state{{
 				Reserved:     resources.List{requestsCPU: 1000},
@@ -173,7 +174,7 @@ func TestDecide(t *testing.T) {
 			writes: func(t *testing.T) []Write {
 				return []Write{writeOf(t, webV1.Clone().Generation(2).Cluster("member1", 2).Obj(), webV1.Obj())}
 			},
-			written: Written{"a-cpu": {webKey: {Wrote: reservation(web.Obj(), 2, resources.List{requestsCPU: 1000}, expires)}}},
+			written: Written{{Namespace: "ns", Name: "a-cpu"}: {webKey: {Wrote: reservation(web.Obj(), 2, resources.List{requestsCPU: 1000}, expires)}}},
 			want: outcome{
 				Refused: [][]string{nil},
 				Changed: []bool{true},
@@ -256,11 +257,12 @@ func TestDecide(t *testing.T) {
 func TestWrittenLanded(t *testing.T) {
 	key := keyOf(web.Obj())
 	prior := reservation(web.Obj(), 1, resources.List{requestsCPU: 1}, expires)
+	team := types.NamespacedName{Namespace: "ns", Name: "team"}
 	w := Written{}
-	w.Landed("team", nil)
-	w.Landed("team", map[Key]Undo{key: {Prior: &prior, Wrote: reservation(web.Obj(), 1, resources.List{requestsCPU: 2}, expires)}})
-	w.Landed("team", map[Key]Undo{key: {Prior: &prior, Wrote: reservation(web.Obj(), 1, resources.List{requestsCPU: 3}, expires)}})
-	want := Written{"team": {key: {Prior: &prior, Wrote: reservation(web.Obj(), 1, resources.List{requestsCPU: 3}, expires)}}}
+	w.Landed(team, nil)
+	w.Landed(team, map[Key]Undo{key: {Prior: &prior, Wrote: reservation(web.Obj(), 1, resources.List{requestsCPU: 2}, expires)}})
+	w.Landed(team, map[Key]Undo{key: {Prior: &prior, Wrote: reservation(web.Obj(), 1, resources.List{requestsCPU: 3}, expires)}})
+	want := Written{team: {key: {Prior: &prior, Wrote: reservation(web.Obj(), 1, resources.List{requestsCPU: 3}, expires)}}}
 	if diff := cmp.Diff(want, w); diff != "" {
 		t.Errorf("written (-want +got):\n%s", diff)
 	}

@@ -45,8 +45,11 @@ func (r Reservation) Key() Key {
 
 // Ledger is one quota's state, parsed once from its object.
 type Ledger struct {
-	Name     string
-	Selector usage.Selector
+	// Namespace is the quota's; empty for a business quota (KarmadaBusinessQuota), which is cluster-scoped and
+	// governs the namespaces its selector chooses (SetNamespaces).
+	Namespace string
+	Name      string
+	Selector  usage.Selector
 
 	hard resources.List
 	// userName maps each canonical name back to the key the quota's author wrote (cpu, not requests.cpu), so
@@ -65,6 +68,35 @@ type Ledger struct {
 	// quotaGeneration is the generation of the quota's spec parsed here; fence the ledger object's QuotaGeneration
 	// (0 without one).
 	quotaGeneration, fence int64
+
+	// selects tells the namespaces a business quota governs; nil for a namespace's quota, and for a business quota
+	// before SetNamespaces (it governs none then).
+	selects func(namespace string) bool
+}
+
+// ID tells the ledger from every other a batch decides on: namespaces' quotas may share a name, and a business
+// quota's namespace is empty.
+func (l *Ledger) ID() types.NamespacedName {
+	return types.NamespacedName{Namespace: l.Namespace, Name: l.Name}
+}
+
+// Business reports whether the ledger is a business quota's.
+func (l *Ledger) Business() bool {
+	return l.Namespace == ""
+}
+
+// SetNamespaces tells a business quota's ledger which namespaces its selector chooses now.
+func (l *Ledger) SetNamespaces(selects func(namespace string) bool) {
+	l.selects = selects
+}
+
+// Governs reports whether the quota limits writes in namespace: its own namespace's quota, or a business quota
+// selecting it.
+func (l *Ledger) Governs(namespace string) bool {
+	if !l.Business() {
+		return namespace == l.Namespace
+	}
+	return l.selects != nil && l.selects(namespace)
 }
 
 // NewLedger parses a quota and its ledger object (stored; nil before the first admission made one). It fails for a
@@ -86,6 +118,7 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 		return nil, fmt.Errorf("quota %s is invalid: %w", q.Name, err)
 	}
 	l := &Ledger{
+		Namespace:       q.Namespace,
 		Name:            q.Name,
 		Selector:        sel,
 		hard:            make(resources.List, len(userName)),
@@ -157,8 +190,14 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 // q's deletion, which would take the right to set finalizers on quotas under the apiserver's
 // OwnerReferencesPermissionEnforcement.
 func LedgerOwner(q *quotav1alpha1.KarmadaQuota) []metav1.OwnerReference {
+	kind := "KarmadaQuota"
+	if q.Namespace == "" {
+		// A business quota read as a KarmadaQuota (quotav1alpha1.AsKarmadaQuota): the garbage collector finds the
+		// owner by its kind, and would delete a ledger whose owner it cannot find.
+		kind = "KarmadaBusinessQuota"
+	}
 	return []metav1.OwnerReference{{
-		APIVersion: quotav1alpha1.GroupVersion.String(), Kind: "KarmadaQuota", Name: q.Name, UID: q.UID,
+		APIVersion: quotav1alpha1.GroupVersion.String(), Kind: kind, Name: q.Name, UID: q.UID,
 		Controller: ptr.To(true),
 	}}
 }
@@ -308,7 +347,9 @@ func (l *Ledger) Demand(key Key, owner quotav1alpha1.ReservationOwner, newUsage 
 
 // Denial says why a demand does not fit.
 type Denial struct {
-	Quota    string
+	Quota string
+	// Business says Quota names a business quota (KarmadaBusinessQuota) rather than one of the namespace's.
+	Business bool
 	Exceeded []Exceeded
 	Missing  []corev1.ResourceName
 }
@@ -365,7 +406,7 @@ func (l *Ledger) Check(d Demand) *Denial {
 	if len(denial.Exceeded) == 0 && len(denial.Missing) == 0 {
 		return nil
 	}
-	denial.Quota = l.Name
+	denial.Quota, denial.Business = l.Name, l.Business()
 	return &denial
 }
 
@@ -648,7 +689,11 @@ func (l *Ledger) format(name corev1.ResourceName, v int64) string {
 // Error renders a denial as one message naming the quota and every exceeded resource.
 func (d *Denial) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "exceeded quota: %s", d.Quota)
+	kind := "quota"
+	if d.Business {
+		kind = "business quota"
+	}
+	fmt.Fprintf(&b, "exceeded %s: %s", kind, d.Quota)
 	for _, e := range d.Exceeded {
 		where := ""
 		if e.Where != "" {

@@ -24,12 +24,14 @@ func TestNewLedgerReadsTheLedgerObject(t *testing.T) {
 		Reservation(api.Obj(), 1, list("cpu", "2", "pods", "1"), expires).
 		Folded(2, list("cpu", "1"), expires).Obj()
 	stored := &quotav1alpha1.KarmadaQuotaLedger{
-		Reservations: []quotav1alpha1.Reservation{
-			// Moved from status by the controller, and merged into by a later admission of the same write.
-			{ReservedBy: utiltesting.ReservationOwner(api.Obj()), Generation: 1, Reserved: list("cpu", "3"), ExpirationTime: metav1.NewTime(expires)},
-			{ReservedBy: utiltesting.ReservationOwner(batch.Obj()), Generation: 1, Reserved: list("pods", "2"), ExpirationTime: metav1.NewTime(expires)},
+		LedgerState: quotav1alpha1.LedgerState{
+			Reservations: []quotav1alpha1.Reservation{
+				// Moved from status by the controller, and merged into by a later admission of the same write.
+				{ReservedBy: utiltesting.ReservationOwner(api.Obj()), Generation: 1, Reserved: list("cpu", "3"), ExpirationTime: metav1.NewTime(expires)},
+				{ReservedBy: utiltesting.ReservationOwner(batch.Obj()), Generation: 1, Reserved: list("pods", "2"), ExpirationTime: metav1.NewTime(expires)},
+			},
+			FoldedReservations: &quotav1alpha1.FoldedReservations{Count: 1, Reserved: list("pods", "1"), ExpirationTime: metav1.NewTime(expires.Add(time.Minute))},
 		},
-		FoldedReservations: &quotav1alpha1.FoldedReservations{Count: 1, Reserved: list("pods", "1"), ExpirationTime: metav1.NewTime(expires.Add(time.Minute))},
 	}
 
 	before, err := NewLedger(q, stored)
@@ -96,7 +98,9 @@ func TestFenced(t *testing.T) {
 		wantFenced bool
 		wantFence  int64
 	}{{fence: 0, wantFenced: false, wantFence: 1}, {fence: 1, wantFenced: false, wantFence: 1}, {fence: 2, wantFenced: true, wantFence: 2}} {
-		l, err := NewLedger(q, &quotav1alpha1.KarmadaQuotaLedger{QuotaGeneration: tc.fence})
+		l, err := NewLedger(q, &quotav1alpha1.KarmadaQuotaLedger{
+			LedgerState: quotav1alpha1.LedgerState{QuotaGeneration: tc.fence},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -586,14 +586,16 @@ func TestWriteReservations(t *testing.T) {
 
 	owner := utiltesting.ReservationOwner
 	want := quotav1alpha1.KarmadaQuotaLedger{
-		// Fenced at the spec decided on.
-		QuotaGeneration:  1,
-		ReservationCount: 4,
-		Reservations: []quotav1alpha1.Reservation{
-			{ReservedBy: owner(api.Obj()), Generation: 1, Reserved: list("cpu", "500m"), ExpirationTime: metav1.NewTime(expires.Add(-time.Minute))},
-			{ReservedBy: owner(apiV2.Obj()), Generation: 2, Reserved: list("cpu", "1", "requests.memory", "1Gi"), ExpirationTime: metav1.NewTime(expires)},
-			{ReservedBy: owner(batch.Obj()), Generation: 1, Reserved: list("pods", "1"), ExpirationTime: metav1.NewTime(expires.Add(1500 * time.Millisecond))},
-			{ReservedBy: owner(web.Obj()), Generation: 1, Reserved: list("cpu", "1500m", "pods", "3"), ExpirationTime: metav1.NewTime(expires)},
+		LedgerState: quotav1alpha1.LedgerState{
+			// Fenced at the spec decided on.
+			QuotaGeneration:  1,
+			ReservationCount: 4,
+			Reservations: []quotav1alpha1.Reservation{
+				{ReservedBy: owner(api.Obj()), Generation: 1, Reserved: list("cpu", "500m"), ExpirationTime: metav1.NewTime(expires.Add(-time.Minute))},
+				{ReservedBy: owner(apiV2.Obj()), Generation: 2, Reserved: list("cpu", "1", "requests.memory", "1Gi"), ExpirationTime: metav1.NewTime(expires)},
+				{ReservedBy: owner(batch.Obj()), Generation: 1, Reserved: list("pods", "1"), ExpirationTime: metav1.NewTime(expires.Add(1500 * time.Millisecond))},
+				{ReservedBy: owner(web.Obj()), Generation: 1, Reserved: list("cpu", "1500m", "pods", "3"), ExpirationTime: metav1.NewTime(expires)},
+			},
 		},
 	}
 	quantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
@@ -633,9 +635,13 @@ func TestWriteReservationsEmpty(t *testing.T) {
 	if !l.RestoreIf(keyOf(web.Obj()), *l.Find(keyOf(web.Obj())), nil) {
 		t.Fatalf("RestoreIf of the only reservation failed")
 	}
-	status := quotav1alpha1.KarmadaQuotaLedger{Reservations: []quotav1alpha1.Reservation{{Generation: 9}}, ReservationCount: 1}
+	status := quotav1alpha1.KarmadaQuotaLedger{
+		LedgerState: quotav1alpha1.LedgerState{Reservations: []quotav1alpha1.Reservation{{Generation: 9}}, ReservationCount: 1},
+	}
 	l.WriteTo(&status)
-	if diff := cmp.Diff(quotav1alpha1.KarmadaQuotaLedger{QuotaGeneration: 1}, status); diff != "" {
+	if diff := cmp.Diff(quotav1alpha1.KarmadaQuotaLedger{
+		LedgerState: quotav1alpha1.LedgerState{QuotaGeneration: 1},
+	}, status); diff != "" {
 		t.Errorf("ledger object (-want +got):\n%s", diff)
 	}
 }

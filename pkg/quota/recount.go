@@ -4,6 +4,7 @@ import (
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -32,21 +33,22 @@ func (o Observed) Settles(key Key) bool {
 	return o.UID != key.UID || o.Generation >= key.Generation
 }
 
-// Observation is what the controller observes of a quota's namespace, for Recount.
+// Observation is what the controller observes of the namespaces a quota governs, for Recount: its own namespace's,
+// or those a business quota selects.
 type Observation struct {
-	// Bindings are the namespace's bindings, from a synced cache. They are only read: they may be the cache's own
+	// Bindings are the namespaces' bindings, from a synced cache. They are only read: they may be the cache's own
 	// objects.
 	Bindings []workv1alpha2.ResourceBinding
 	// Unclassified names the bindings whose priority class a scoped quota could not read: observed, so their
 	// reservations settle, but neither counted nor waiting.
-	Unclassified map[string]bool
+	Unclassified map[types.NamespacedName]bool
 	// Works are the Works rendered from the namespace's bindings, from a synced cache: what each asks its member
 	// to run is charged where it is more than its binding places there (usage.Usage.Works), and a Work observed
 	// settles the reservation its admission made.
 	Works []ObservedWork
-	// Held is, by binding name, what the bindings' templates hold on members besides their pods (usage.Held):
-	// read only for a quota that limits any of it; a binding absent holds nothing this quota counts.
-	Held map[string]usage.Held
+	// Held is, by binding, what the bindings' templates hold on members besides their pods (usage.Held): read only
+	// for a quota that limits any of it; a binding absent holds nothing this quota counts.
+	Held map[types.NamespacedName]usage.Held
 	// EvictionTimeout is how long Karmada keeps evicting replicas when a task names no grace period of its own
 	// (karmada-controller-manager's --graceful-eviction-timeout).
 	EvictionTimeout time.Duration
@@ -62,9 +64,9 @@ type ObservedWork struct {
 	Namespace, Name string
 	UID             types.UID
 	Generation      int64
-	// Binding is the name of the binding it was rendered from, in the quota's namespace, and BindingID that
-	// binding's permanent ID as Karmada labels the Work with it (RenderedFrom).
-	Binding, BindingID string
+	// BindingNamespace and Binding name the binding it was rendered from, and BindingID is that binding's
+	// permanent ID as Karmada labels the Work with it (RenderedFrom).
+	BindingNamespace, Binding, BindingID string
 	// Cluster is the member cluster it is sent to.
 	Cluster string
 	// Asks is what it asks that member to run, read for its binding (interpreter.Workload.OnMember): sets that
@@ -93,6 +95,9 @@ type Tally struct {
 	FoldedExpired Folded
 	// Malformed are the bindings no quota can count.
 	Malformed []Malformed
+	// Namespaces splits Used by namespace, for a business quota (nil for a namespace's own quota, whose Used is
+	// its namespace's); a namespace using nothing the quota limits is absent.
+	Namespaces map[string]resources.List
 	// Headroom is what each limited resource can still take, with Used and what stays reserved (Ledger.Headroom).
 	Headroom resources.List
 	// MemberRoom is, for each resource limited on member clusters, the most room one of those limits has left
@@ -108,8 +113,8 @@ type Tally struct {
 
 // Malformed is a binding no quota can count, and why (usage.Of).
 type Malformed struct {
-	Binding string
-	Err     error
+	Namespace, Binding string
+	Err                error
 }
 
 // Waiting is what waits on one quota.
@@ -140,25 +145,30 @@ type WaitingBinding struct {
 // for what it still needs if it waits.
 func Recount(l *Ledger, o Observation) Tally {
 	t := Tally{Used: resources.List{}, Clusters: map[string]resources.List{}}
+	if l.Business() {
+		t.Namespaces = map[string]resources.List{}
+	}
 	observed := make(map[owner]Observed, len(o.Bindings)+len(o.Works))
-	worksOf := map[string][]*ObservedWork{}
+	worksOf := map[types.NamespacedName][]*ObservedWork{}
 	for i := range o.Works {
 		w := &o.Works[i]
 		observed[owner{kind: KindWork, namespace: w.Namespace, name: w.Name}] = Observed{UID: w.UID, Generation: w.Generation}
-		worksOf[w.Binding] = append(worksOf[w.Binding], w)
+		of := types.NamespacedName{Namespace: w.BindingNamespace, Name: w.Binding}
+		worksOf[of] = append(worksOf[of], w)
 	}
 	for i := range o.Bindings {
 		rb := &o.Bindings[i]
-		observed[owner{kind: KindResourceBinding, name: rb.Name}] = Observed{UID: rb.UID, Generation: rb.Generation}
-		if o.Unclassified[rb.Name] {
+		id := types.NamespacedName{Namespace: rb.Namespace, Name: rb.Name}
+		observed[owner{kind: KindResourceBinding, namespace: rb.Namespace, name: rb.Name}] = Observed{UID: rb.UID, Generation: rb.Generation}
+		if o.Unclassified[id] {
 			continue
 		}
-		u, err := usage.With(rb, o.Held[rb.Name])
+		u, err := usage.With(rb, o.Held[id])
 		if err != nil {
-			t.Malformed = append(t.Malformed, Malformed{Binding: rb.Name, Err: err})
+			t.Malformed = append(t.Malformed, Malformed{Namespace: rb.Namespace, Binding: rb.Name, Err: err})
 			continue
 		}
-		for _, w := range worksOf[rb.Name] {
+		for _, w := range worksOf[id] {
 			// A Work being deleted is on its way out, as one of a cluster the binding left (Targets): Karmada does
 			// not update it, and sends the binding's placement there in a new Work once it is gone. A binding that
 			// left a cluster and comes back while its old Work is still being deleted (the member unreachable) is
@@ -177,6 +187,9 @@ func Recount(l *Ledger, o Observation) Tally {
 		for name, v := range charge.Total {
 			if _, limited := l.hard[name]; limited {
 				t.Used[name] = resources.Add(t.Used[name], v)
+				if t.Namespaces != nil {
+					t.addToNamespace(rb.Namespace, name, v)
+				}
 			}
 		}
 		for cluster, used := range charge.Clusters {
@@ -199,10 +212,15 @@ func Recount(l *Ledger, o Observation) Tally {
 	}
 
 	t.Settled = l.Settle(func(res Reservation) bool {
-		if seen, ok := observed[ownerOf(res.Owner)]; ok && seen.Settles(res.Key()) {
+		if seen, ok := observed[l.ownerOf(res.Owner)]; ok && seen.Settles(res.Key()) {
 			return true
 		}
 		if o.Gone != nil && o.Gone(res.Owner.UID) {
+			return true
+		}
+		if l.Business() && l.selects != nil && res.Owner.Kind != KindWork && !l.Governs(res.Owner.Namespace) {
+			// Its namespace left the business (relabelled, or deleted): its usage is no longer counted here, and
+			// neither is what it reserved.
 			return true
 		}
 		if o.Now.After(res.Expires) {
@@ -301,18 +319,33 @@ const (
 	KindWork            = "Work"
 )
 
-// owner identifies a reservation's owner by name: a binding of the quota's namespace, or a Work of an execution
-// namespace.
+// owner identifies a reservation's owner by name: a binding, or a Work of an execution namespace.
 type owner struct {
 	kind, namespace, name string
 }
 
-func ownerOf(o quotav1alpha1.ReservationOwner) owner {
+// ownerOf is the owner of a reservation of l. A binding's namespace is the quota's, unless the reservation names
+// it (a business quota's reservations do).
+func (l *Ledger) ownerOf(o quotav1alpha1.ReservationOwner) owner {
 	if o.Kind == KindWork {
 		return owner{kind: KindWork, namespace: o.Namespace, name: o.Name}
 	}
+	namespace := o.Namespace
+	if namespace == "" {
+		namespace = l.Namespace
+	}
 	// Any other kind is a binding's: every reservation was, before Works were charged.
-	return owner{kind: KindResourceBinding, name: o.Name}
+	return owner{kind: KindResourceBinding, namespace: namespace, name: o.Name}
+}
+
+// addToNamespace adds v of resource name to what namespace uses.
+func (t *Tally) addToNamespace(namespace string, name corev1.ResourceName, v int64) {
+	used := t.Namespaces[namespace]
+	if used == nil {
+		used = resources.List{}
+		t.Namespaces[namespace] = used
+	}
+	used[name] = resources.Add(used[name], v)
 }
 
 func (w *Waiting) add(rb *workv1alpha2.ResourceBinding, need resources.List) {

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/resources"
+	"github.com/karmada-quota/karmada-quota/pkg/usage"
 	utiltesting "github.com/karmada-quota/karmada-quota/pkg/util/testing"
 )
 
@@ -27,11 +29,11 @@ func bindingsOf(ws []*utiltesting.BindingWrapper) []workv1alpha2.ResourceBinding
 	return out
 }
 
-// bindingNames are the names of bindings, for an Observation's Unclassified.
-func bindingNames(bindings ...string) map[string]bool {
-	out := map[string]bool{}
+// bindingNames are bindings of namespace ns by name, for an Observation's Unclassified.
+func bindingNames(bindings ...string) map[types.NamespacedName]bool {
+	out := map[types.NamespacedName]bool{}
 	for _, name := range bindings {
-		out[name] = true
+		out[types.NamespacedName{Namespace: "ns", Name: name}] = true
 	}
 	return out
 }
@@ -96,7 +98,7 @@ func TestRecountUsage(t *testing.T) {
 	cases := map[string]struct {
 		quota        *utiltesting.QuotaWrapper
 		bindings     []*utiltesting.BindingWrapper
-		unclassified map[string]bool
+		unclassified map[types.NamespacedName]bool
 		wantUsed     resources.List
 		// wantClusters holds canonical names and accounting units (milli-CPU, bytes).
 		wantClusters map[string]resources.List
@@ -276,7 +278,7 @@ func TestRecountSettles(t *testing.T) {
 	cases := map[string]struct {
 		reservations []reserved
 		folded       *Folded
-		unclassified map[string]bool
+		unclassified map[types.NamespacedName]bool
 		gone         []types.UID
 		wantSettled  []reserved
 		wantExpired  int
@@ -455,7 +457,7 @@ func TestRecountWaiting(t *testing.T) {
 	cases := map[string]struct {
 		quota        *utiltesting.QuotaWrapper
 		bindings     []*utiltesting.BindingWrapper
-		unclassified map[string]bool
+		unclassified map[types.NamespacedName]bool
 		want         []waiter
 		wantSince    time.Time
 	}{
@@ -589,5 +591,54 @@ func TestRecountUntilExpiry(t *testing.T) {
 				t.Errorf("UntilExpiry = %v, want %v", got.UntilExpiry, tc.want)
 			}
 		})
+	}
+}
+
+// TestRecountBusinessQuota: a business quota's recount counts the bindings of the namespaces it governs, each
+// namespace's part apart, keeps bindings of one name in two namespaces apart (their usage, their Works, their
+// reservations), and settles the reservations of a namespace it no longer governs.
+func TestRecountBusinessQuota(t *testing.T) {
+	business := &quotav1alpha1.KarmadaQuota{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "uid-shop", Generation: 1},
+		Spec: quotav1alpha1.KarmadaQuotaSpec{Hard: list("cpu", "20")}}
+	dev := utiltesting.MakeBinding("dev", "web").Requests(list("cpu", "1")).Cluster("member1", 2)
+	prod := utiltesting.MakeBinding("prod", "web").Requests(list("cpu", "1")).Cluster("member1", 3).Generation(2)
+	left := utiltesting.MakeBinding("old", "web").Requests(list("cpu", "1"))
+	owner := func(rb *utiltesting.BindingWrapper) quotav1alpha1.ReservationOwner {
+		o := utiltesting.ReservationOwner(rb.Obj())
+		o.Namespace = rb.Namespace
+		return o
+	}
+	stored := &quotav1alpha1.KarmadaQuotaLedger{LedgerState: quotav1alpha1.LedgerState{Reservations: []quotav1alpha1.Reservation{
+		// dev/web observed at generation 1: settles.
+		{ReservedBy: owner(dev), Generation: 1, Reserved: list("cpu", "2"), ExpirationTime: metav1.NewTime(expires)},
+		// prod/web, of the same name, reserved for generation 3, observed at 2: stays, though dev/web settles.
+		{ReservedBy: owner(prod), Generation: 3, Reserved: list("cpu", "1"), ExpirationTime: metav1.NewTime(expires)},
+		// old/web: its namespace left the business.
+		{ReservedBy: owner(left), Generation: 5, Reserved: list("cpu", "4"), ExpirationTime: metav1.NewTime(expires)},
+	}}}
+	l, err := NewLedger(business, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetNamespaces(func(ns string) bool { return ns == "dev" || ns == "prod" })
+	// A Work asking more than its binding places, for prod/web only: charged to prod, not to dev's web.
+	works := []ObservedWork{{
+		Namespace: executionNamespace("member1"), Name: "prod-web", UID: "uid-work-prod-web", Generation: 1,
+		BindingNamespace: "prod", Binding: "web", Cluster: "member1", Asks: []usage.Placed{asked("member1", "", 4, 1000)},
+	}}
+	got := Recount(l, Observation{Bindings: bindingsOf([]*utiltesting.BindingWrapper{dev, prod}), Works: works, Now: now})
+
+	if diff := cmp.Diff(resources.List{requestsCPU: 6000}, got.Used); diff != "" {
+		t.Errorf("used (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]resources.List{"dev": {requestsCPU: 2000}, "prod": {requestsCPU: 4000}}, got.Namespaces); diff != "" {
+		t.Errorf("used by namespace (-want +got):\n%s", diff)
+	}
+	var left2 []string
+	for _, r := range l.Reservations() {
+		left2 = append(left2, r.Owner.Namespace+"/"+r.Owner.Name)
+	}
+	if diff := cmp.Diff([]string{"prod/web"}, left2); diff != "" {
+		t.Errorf("reservations left (-want +got):\n%s", diff)
 	}
 }

@@ -27,13 +27,14 @@ func executionNamespace(cluster string) string { return "karmada-es-" + cluster 
 // generation, asking asks of its member.
 func observedWork(binding, cluster string, generation int64, asks ...usage.Placed) ObservedWork {
 	return ObservedWork{
-		Namespace:  executionNamespace(cluster),
-		Name:       binding,
-		UID:        types.UID("uid-work-" + cluster + "-" + binding),
-		Generation: generation,
-		Binding:    binding,
-		Cluster:    cluster,
-		Asks:       asks,
+		Namespace:        executionNamespace(cluster),
+		Name:             binding,
+		UID:              types.UID("uid-work-" + cluster + "-" + binding),
+		Generation:       generation,
+		BindingNamespace: "ns",
+		Binding:          binding,
+		Cluster:          cluster,
+		Asks:             asks,
 	}
 }
 
@@ -70,7 +71,7 @@ func TestRecountWorks(t *testing.T) {
 	cases := map[string]struct {
 		quota        *utiltesting.QuotaWrapper
 		bindings     []*utiltesting.BindingWrapper
-		unclassified map[string]bool
+		unclassified map[types.NamespacedName]bool
 		works        []ObservedWork
 		wantUsed     resources.List
 		wantClusters map[string]resources.List
@@ -132,7 +133,7 @@ func TestRecountWorks(t *testing.T) {
 				observedWork("web", "member1", 1, asked("member1", "", 2, 1000)),
 				{
 					Namespace: executionNamespace("member1"), Name: "web-extra", UID: "uid-work-web-extra", Generation: 1,
-					Binding: "web", Cluster: "member1", Asks: []usage.Placed{asked("member1", "", 1, 1000)},
+					BindingNamespace: "ns", Binding: "web", Cluster: "member1", Asks: []usage.Placed{asked("member1", "", 1, 1000)},
 				},
 			},
 			wantUsed: resources.List{requestsCPU: 5000, pods: 5, deployments: 1, daemonsets: 0},
@@ -324,7 +325,7 @@ func TestRecountSettlesWorks(t *testing.T) {
 			reservations: []reserved{{workOwner(executionNamespace("member1"), "orphan", "uid-orphan"), 1, later}},
 			works: []ObservedWork{{
 				Namespace: executionNamespace("member1"), Name: "orphan", UID: "uid-orphan", Generation: 1,
-				Binding: "no-such-binding", Cluster: "member1",
+				BindingNamespace: "ns", Binding: "no-such-binding", Cluster: "member1",
 			}},
 			wantSettled:  []reserved{{workOwner(executionNamespace("member1"), "orphan", "uid-orphan"), 1, later}},
 			wantHeadroom: resources.List{requestsCPU: 9000},
@@ -347,7 +348,7 @@ func TestRecountSettlesWorks(t *testing.T) {
 			reservations: []reserved{{utiltesting.ReservationOwner(utiltesting.MakeBinding("ns", "api").Obj()), 1, later}},
 			works: []ObservedWork{{
 				Namespace: executionNamespace("member1"), Name: "api", UID: "uid-work-api", Generation: 1,
-				Binding: "api", Cluster: "member1",
+				BindingNamespace: "ns", Binding: "api", Cluster: "member1",
 			}},
 			wantKept:     []reserved{{utiltesting.ReservationOwner(utiltesting.MakeBinding("ns", "api").Obj()), 1, later}},
 			wantHeadroom: resources.List{requestsCPU: 8000},

@@ -15,16 +15,19 @@ const ConfigurationName = "karmada-quota"
 
 // Names of the webhooks in the configuration.
 const (
-	BindingWebhook  = "resourcebinding.quota.karmada.io"
-	QuotaWebhook    = "karmadaquota.quota.karmada.io"
-	WorkWebhook     = "work.quota.karmada.io"
-	TemplateWebhook = "resourcetemplate.quota.karmada.io"
+	BindingWebhook = "resourcebinding.quota.karmada.io"
+	QuotaWebhook   = "karmadaquota.quota.karmada.io"
+	// BusinessQuotaWebhook validates KarmadaBusinessQuotas.
+	BusinessQuotaWebhook = "karmadabusinessquota.quota.karmada.io"
+	WorkWebhook          = "work.quota.karmada.io"
+	TemplateWebhook      = "resourcetemplate.quota.karmada.io"
 )
 
 // Paths the webhooks are served on; the configuration points at them.
 const (
 	ResourceBindingPath  = "/validate-resourcebinding"
 	KarmadaQuotaPath     = "/validate-karmadaquota"
+	BusinessQuotaPath    = "/validate-karmadabusinessquota"
 	WorkPath             = "/validate-work"
 	ResourceTemplatePath = "/validate-resourcetemplate"
 )
@@ -53,6 +56,10 @@ func Configuration(baseURL string, caBundle []byte, timeoutSeconds int32) *admis
 	// A change of a quota's spec fences its ledger, except for dry-run requests.
 	quotas.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
 
+	business := validating(BusinessQuotaWebhook, at(BusinessQuotaPath),
+		clusterRule(createUpdate, "quota.karmada.io", "v1alpha1", "karmadabusinessquotas"), 5)
+	business.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
+
 	// The last gate before the members: a Work that cannot be checked must not reach them. Karmada's binding
 	// controller retries a refused Work, and the member keeps what it runs meanwhile.
 	works := validating(WorkWebhook, at(WorkPath), rule(createUpdate, "work.karmada.io", "v1alpha1", "works"), timeoutSeconds)
@@ -79,7 +86,7 @@ func Configuration(baseURL string, caBundle []byte, timeoutSeconds int32) *admis
 
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName},
-		Webhooks:   []admissionregistrationv1.ValidatingWebhook{bindings, quotas, works, templates},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{bindings, quotas, business, works, templates},
 	}
 }
 
@@ -100,11 +107,19 @@ func validating(name string, client admissionregistrationv1.WebhookClientConfig,
 
 // rule matches operations on a namespaced resource.
 func rule(operations []admissionregistrationv1.OperationType, group, version, resource string) admissionregistrationv1.RuleWithOperations {
-	namespaced := admissionregistrationv1.NamespacedScope
+	return scopedRule(operations, group, version, resource, admissionregistrationv1.NamespacedScope)
+}
+
+// clusterRule matches operations on a cluster-scoped resource.
+func clusterRule(operations []admissionregistrationv1.OperationType, group, version, resource string) admissionregistrationv1.RuleWithOperations {
+	return scopedRule(operations, group, version, resource, admissionregistrationv1.ClusterScope)
+}
+
+func scopedRule(operations []admissionregistrationv1.OperationType, group, version, resource string, scope admissionregistrationv1.ScopeType) admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{
 		Operations: operations,
 		Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: &namespaced,
+			APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: &scope,
 		},
 	}
 }

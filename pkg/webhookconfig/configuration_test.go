@@ -13,7 +13,8 @@ import (
 type registration struct {
 	URL             string
 	Operations      []admissionregistrationv1.OperationType
-	Resource        string // group/version/resource
+	Resource        string                            // group/version/resource
+	Scope           admissionregistrationv1.ScopeType // empty: Namespaced
 	TimeoutSeconds  int32
 	FailurePolicy   admissionregistrationv1.FailurePolicyType
 	SideEffects     admissionregistrationv1.SideEffectClass
@@ -39,6 +40,11 @@ func TestConfiguration(t *testing.T) {
 				QuotaWebhook: {
 					URL: "https://quota-webhook.karmada-system.svc:443/validate-karmadaquota", Operations: createUpdate,
 					Resource: "quota.karmada.io/v1alpha1/karmadaquotas", TimeoutSeconds: 5,
+					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun,
+				},
+				BusinessQuotaWebhook: {
+					URL: "https://quota-webhook.karmada-system.svc:443/validate-karmadabusinessquota", Operations: createUpdate,
+					Resource: "quota.karmada.io/v1alpha1/karmadabusinessquotas", Scope: admissionregistrationv1.ClusterScope, TimeoutSeconds: 5,
 					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun,
 				},
 				WorkWebhook: {
@@ -68,6 +74,11 @@ func TestConfiguration(t *testing.T) {
 				QuotaWebhook: {
 					URL: "https://10.0.0.1:8443/validate-karmadaquota", Operations: createUpdate,
 					Resource: "quota.karmada.io/v1alpha1/karmadaquotas", TimeoutSeconds: 5,
+					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun,
+				},
+				BusinessQuotaWebhook: {
+					URL: "https://10.0.0.1:8443/validate-karmadabusinessquota", Operations: createUpdate,
+					Resource: "quota.karmada.io/v1alpha1/karmadabusinessquotas", Scope: admissionregistrationv1.ClusterScope, TimeoutSeconds: 5,
 					FailurePolicy: admissionregistrationv1.Fail, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun,
 				},
 				WorkWebhook: {
@@ -101,8 +112,13 @@ func TestConfiguration(t *testing.T) {
 					t.Fatalf("webhook %s: %d rules, want 1", w.Name, len(w.Rules))
 				}
 				r := w.Rules[0]
-				if r.Scope == nil || *r.Scope != admissionregistrationv1.NamespacedScope {
-					t.Errorf("webhook %s: scope %v, want Namespaced", w.Name, r.Scope)
+				if r.Scope == nil {
+					t.Fatalf("webhook %s: no scope", w.Name)
+				}
+				// Namespaced unless the case says otherwise.
+				scope := *r.Scope
+				if scope == admissionregistrationv1.NamespacedScope {
+					scope = ""
 				}
 				if diff := cmp.Diff(caBundle, w.ClientConfig.CABundle); diff != "" {
 					t.Errorf("webhook %s: caBundle (-want +got):\n%s", w.Name, diff)
@@ -122,6 +138,7 @@ func TestConfiguration(t *testing.T) {
 					URL:             ptr.Deref(w.ClientConfig.URL, ""),
 					Operations:      r.Operations,
 					Resource:        r.APIGroups[0] + "/" + r.APIVersions[0] + "/" + r.Resources[0],
+					Scope:           scope,
 					TimeoutSeconds:  ptr.Deref(w.TimeoutSeconds, 0),
 					FailurePolicy:   ptr.Deref(w.FailurePolicy, ""),
 					SideEffects:     ptr.Deref(w.SideEffects, ""),

@@ -34,6 +34,7 @@ func run(args []string) error {
 	opts := DefaultOptions()
 	var (
 		configs  = fs.String("configs", strings.Join(harness.AllConfigs, ","), "Configurations to run, in order: "+strings.Join(harness.AllConfigs, ", ")+".")
+		loads    = fs.String("workloads", strings.Join(harness.AllWorkloads, ","), "Workloads each configuration runs (always in this order): "+strings.Join(harness.AllWorkloads, ", ")+".")
 		out      = fs.String("out", "", "Markdown file to write the report to; empty prints it.")
 		command  = fs.String("command", "", "The command line to record in the report; empty records this one.")
 		keepLogs = fs.Bool("keep-logs", false, "Keep the work folder (component logs, kubeconfig) instead of deleting it.")
@@ -75,6 +76,7 @@ func run(args []string) error {
 		return runScale(scaleOpts, *out, *command, *keepLogs)
 	}
 	opts.Configs = strings.Split(*configs, ",")
+	opts.Workloads = strings.Split(*loads, ",")
 	opts.QuotaWebhookArgs = strings.Fields(*webhook)
 	opts.QuotaControllerArgs = strings.Fields(*ctrlArgs)
 	opts.FRQWebhookArgs = strings.Fields(*frqHook)

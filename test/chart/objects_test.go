@@ -62,7 +62,10 @@ func checkInstallConfigMap(t reporter, r *rendering) {
 		}
 	}
 	slices.Sort(crds)
-	if want := []string{"karmadaquotaledgers.quota.karmada.io", "karmadaquotas.quota.karmada.io"}; !slices.Equal(crds, want) {
+	if want := []string{
+		"appliedbusinessquotas.quota.karmada.io", "karmadabusinessquotaledgers.quota.karmada.io", "karmadabusinessquotas.quota.karmada.io",
+		"karmadaquotaledgers.quota.karmada.io", "karmadaquotas.quota.karmada.io",
+	}; !slices.Equal(crds, want) {
 		t.Errorf("karmada.yaml holds the CRDs %v, want %v", crds, want)
 	}
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Role", "RoleBinding"} {

@@ -30,6 +30,7 @@ type Options struct {
 	SettleInterval          time.Duration
 	SettleBacklog           int
 	StatusInterval          time.Duration
+	ViewInterval            time.Duration
 	MemberSampleInterval    time.Duration
 	MemberGrace             time.Duration
 	GracefulEvictionTimeout time.Duration
@@ -64,6 +65,7 @@ func NewOptions() *Options {
 		SettleInterval:          controller.DefaultSettleInterval,
 		SettleBacklog:           controller.DefaultSettleBacklog,
 		StatusInterval:          controller.DefaultStatusInterval,
+		ViewInterval:            controller.DefaultViewInterval,
 		MemberSampleInterval:    time.Minute,
 		MemberGrace:             2 * time.Minute,
 		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
@@ -102,6 +104,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatusInterval, "status-interval", o.StatusInterval,
 		"Shortest time between two writes of one quota's status that only move what it shows used and reserved; any other change is written at once. "+
 			"Admission decides on the quota's ledger, settled every --settle-interval; only how soon kubectl and the metrics show the counts waits. 0 writes every change at once.")
+	fs.DurationVar(&o.ViewInterval, "business-view-interval", o.ViewInterval,
+		"Shortest time between two writes of the AppliedBusinessQuotas of one business quota (the view each of its namespaces reads) "+
+			"that only move what they show used and reserved: a business over many namespaces would otherwise write one per namespace "+
+			"at every change of its totals. A namespace joining or leaving, and a new spec, are written at once. 0 writes every change at once.")
 	fs.IntVar(&o.SettleBacklog, "settle-backlog", o.SettleBacklog,
 		"How many reservations a quota may hold before a binding change recounts it without waiting for --settle-interval.")
 	// Hidden: a tuning knob of the pacing, measured once (docs/performance.md); --settle-interval is the one to reach for.
@@ -141,6 +147,7 @@ func (o *Options) ControllerOptions() controller.Options {
 		SettleInterval:       o.SettleInterval,
 		SettleBacklog:        o.SettleBacklog,
 		StatusInterval:       o.StatusInterval,
+		ViewInterval:         o.ViewInterval,
 		MemberSampleInterval: o.MemberSampleInterval,
 		MemberGrace:          o.MemberGrace,
 		EvictionTimeout:      o.GracefulEvictionTimeout,

@@ -225,6 +225,7 @@ func TestOptionsAddFlags(t *testing.T) {
 		SettleInterval:          2 * time.Second,
 		SettleBacklog:           controller.DefaultSettleBacklog,
 		StatusInterval:          3 * time.Second,
+		ViewInterval:            controller.DefaultViewInterval,
 		MemberSampleInterval:    30 * time.Second,
 		MemberGrace:             5 * time.Minute,
 		GracefulEvictionTimeout: controller.DefaultGracefulEvictionTimeout,
@@ -250,11 +251,13 @@ func TestOptionsControllerOptions(t *testing.T) {
 	o.RequeueCooldown = 12 * time.Second
 	o.SettleInterval = time.Second
 	o.StatusInterval = 4 * time.Second
+	o.ViewInterval = 20 * time.Second
 	o.MemberSampleInterval = 0
 	o.MemberGrace = 3 * time.Minute
 	got := o.ControllerOptions()
 	want := controller.Options{ResyncPeriod: 7 * time.Minute, Workers: 3, RequeueCooldown: 12 * time.Second, SettleInterval: time.Second,
-		SettleBacklog: controller.DefaultSettleBacklog, StatusInterval: 4 * time.Second, MemberGrace: 3 * time.Minute, EvictionTimeout: controller.DefaultGracefulEvictionTimeout}
+		SettleBacklog: controller.DefaultSettleBacklog, StatusInterval: 4 * time.Second, ViewInterval: 20 * time.Second, MemberGrace: 3 * time.Minute,
+		EvictionTimeout: controller.DefaultGracefulEvictionTimeout}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(controller.Options{}, "Clock")); diff != "" {
 		t.Errorf("controller options (-want +got):\n%s", diff)
 	}

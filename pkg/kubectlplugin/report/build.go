@@ -78,16 +78,27 @@ func Describe(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaL
 		if err != nil {
 			continue
 		}
-		out.Waiting = append(out.Waiting, Waiting{
+		w := Waiting{
 			Binding:         rb.Name,
 			Workload:        workloadOf(rb),
 			Asks:            asksOf(rb),
 			Needs:           render(ledger, a.need),
 			Short:           append(a.short, limitShortfalls(q, ledger, scheduledMessage(rb))...),
 			MissingRequests: a.missingRequests,
-		})
+		}
+		if q.Kind == KindBusinessQuota {
+			// Its bindings are in every namespace of the business.
+			w.Namespace = rb.Namespace
+		}
+		out.Waiting = append(out.Waiting, w)
 	}
-	sort.Slice(out.Waiting, func(i, j int) bool { return out.Waiting[i].Binding < out.Waiting[j].Binding })
+	sort.Slice(out.Waiting, func(i, j int) bool {
+		a, b := out.Waiting[i], out.Waiting[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Binding < b.Binding
+	})
 	out.Reservations, out.FoldedReservations = reservations(q, stored, ledger)
 	return out
 }
@@ -217,10 +228,17 @@ func Percent(used, hard int64) int64 {
 	return p.Quo(p, big.NewInt(hard)).Int64()
 }
 
+// AppliedBusinessQuotas are those of a namespace: the business quotas that apply to it, as it sees them.
+type AppliedBusinessQuotas struct {
+	Items []quotav1alpha1.AppliedBusinessQuota
+	// Unknown says why they could not be read (no right to list them); empty when they were.
+	Unknown string
+}
+
 // Explain says why a workload is or is not scheduled, as far as quotas go. rb is its binding, nil when it has
-// none; quotas are its namespace's; events are the binding's, which say whether quota refuses the Works of a
-// placed workload (see worksRefused).
-func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota, ledgers Ledgers, events Events) Why {
+// none; quotas are its namespace's, applied the business quotas that apply to it; events are the binding's, which
+// say whether quota refuses the Works of a placed workload (see worksRefused).
+func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quotav1alpha1.KarmadaQuota, applied AppliedBusinessQuotas, ledgers Ledgers, events Events) Why {
 	w := Why{Workload: workload}
 	if rb == nil {
 		w.Verdict = NoBinding
@@ -238,6 +256,12 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 	}
 	sorted := append([]quotav1alpha1.KarmadaQuota(nil), quotas...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	// Then the business quotas, by name, as admission decides on them.
+	views := append([]quotav1alpha1.AppliedBusinessQuota(nil), applied.Items...)
+	sort.Slice(views, func(i, j int) bool { return views[i].Name < views[j].Name })
+	for i := range views {
+		sorted = append(sorted, *appliedAsQuota(&views[i]))
+	}
 	switch {
 	case cond == nil:
 		w.Verdict = NotScheduledYet
@@ -248,6 +272,7 @@ func Explain(workload Workload, rb *workv1alpha2.ResourceBinding, quotas []quota
 				w.Refusals = append(w.Refusals, r)
 			}
 		}
+		w.Refusals = append(w.Refusals, unreadBusinessRefusals(cond.Message, applied, rb.Namespace)...)
 	case cond.Status == metav1.ConditionTrue:
 		w.Verdict = Scheduled
 		for i := range sorted {
@@ -284,7 +309,32 @@ func refusal(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLe
 	if !a.refused && len(limits) == 0 {
 		return Refusal{}, false
 	}
-	return Refusal{Quota: q.Name, Short: append(a.short, limits...), MissingRequests: a.missingRequests}, true
+	return Refusal{Quota: q.Name, Business: ledger.Business(), Short: append(a.short, limits...), MissingRequests: a.missingRequests}, true
+}
+
+// unreadBusinessRefusals are the business quotas a refusal message names that none of the namespace's
+// AppliedBusinessQuotas shows (they could not be read; or the business quota no longer selects the namespace, or
+// the controller has not written its view there yet), with what the message said of each: the scheduler's last
+// attempt, named rather than lost.
+func unreadBusinessRefusals(message string, applied AppliedBusinessQuotas, namespace string) []Refusal {
+	read := map[string]bool{}
+	for i := range applied.Items {
+		read[applied.Items[i].Name] = true
+	}
+	var out []Refusal
+	for _, d := range messageDenials(message) {
+		if !d.business || read[d.quota] {
+			continue
+		}
+		read[d.quota] = true
+		unknown := applied.Unknown
+		if unknown == "" {
+			unknown = fmt.Sprintf("namespace %s has no AppliedBusinessQuota %s: the business quota no longer selects it, "+
+				"or the controller has not written it there yet", namespace, d.quota)
+		}
+		out = append(out, Refusal{Quota: d.quota, Business: true, Unknown: unknown, Short: d.short, MissingRequests: d.missing})
+	}
+	return out
 }
 
 // scheduledMessage is the message of rb's Scheduled condition: the refusal, when a quota refused it.
@@ -306,7 +356,7 @@ func charge(q *quotav1alpha1.KarmadaQuota, rb *workv1alpha2.ResourceBinding) (Ch
 	if err != nil {
 		return Charge{}, false
 	}
-	c := Charge{Quota: q.Name, Selected: !ledger.Selector.Scoped()}
+	c := Charge{Quota: q.Name, Business: ledger.Business(), Selected: !ledger.Selector.Scoped()}
 	for _, p := range u.Placed {
 		if ledger.Selector.Matches(p.PriorityClass) {
 			c.Selected = true

@@ -674,7 +674,7 @@ func TestExplain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Explain(deployment("web"), tc.binding, tc.quotas, nil, Events{})
+			got := Explain(deployment("web"), tc.binding, tc.quotas, AppliedBusinessQuotas{}, nil, Events{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -29,10 +29,44 @@ import (
 // limitExceeded finds each resource of a denial that names a cluster or a group.
 var limitExceeded = regexp.MustCompile(`(?:^|, )([^\s,:]+) in cluster (?:group ([^\s,:]+)|([^\s,:]+)): requested ([^\s,]+), used ([^\s,]+), reserved ([^\s,]+), hard ([^\s,;()]+)`)
 
-// limitDenial is one resource a refusal says a cluster's or a group's limit lacked.
+// totalExceeded finds each resource of a denial under the quota's hard over all clusters: one naming no cluster
+// and no group, its name right after the ", " that separates it from what precedes.
+var totalExceeded = regexp.MustCompile(`(?:^|, )([^\s,:]+): requested ([^\s,]+), used ([^\s,]+), reserved ([^\s,]+), hard ([^\s,;()]+)`)
+
+// missingRequests finds a denial's requests the binding lacks: "must specify requests for cpu,memory: ...".
+var missingRequests = regexp.MustCompile(`must specify requests for ([^\s:]+):`)
+
+// neverFitsMarker follows the figures of a resource the request alone exceeds.
+const neverFitsMarker = " (can never fit"
+
+// limitDenial is one resource a refusal says a quota lacked: under a cluster's or a group's limit, or (both
+// empty) under its hard over all clusters.
 type limitDenial struct {
-	quota, resource, cluster, group string
+	quota string
+	// business says quota is a business quota ("exceeded business quota: NAME").
+	business                        bool
+	resource, cluster, group        string
 	requested, used, reserved, hard string
+	neverFits                       bool
+}
+
+// denialOwner finds whose denial the text at pos is part of: the last "exceeded [business ]quota: NAME" before it
+// (quotas, exceededQuota's matches in message); false when none is.
+func denialOwner(message string, quotas [][]int, pos int) (name string, business bool, found bool) {
+	for _, q := range quotas {
+		if q[0] < pos {
+			name, business, found = message[q[4]:q[5]], q[2] >= 0, true
+		}
+	}
+	return name, business, found
+}
+
+// submatch returns group i of match m in message, "" when it did not take part.
+func submatch(message string, m []int, i int) string {
+	if m[2*i] < 0 {
+		return ""
+	}
+	return message[m[2*i]:m[2*i+1]]
 }
 
 // limitDenials reads the cluster and group limits a refusal message names, in its order, each under the quota
@@ -41,27 +75,98 @@ func limitDenials(message string) []limitDenial {
 	quotas := exceededQuota.FindAllStringSubmatchIndex(message, -1)
 	var out []limitDenial
 	for _, m := range limitExceeded.FindAllStringSubmatchIndex(message, -1) {
-		owner := ""
-		for _, q := range quotas {
-			if q[0] < m[0] {
-				owner = message[q[2]:q[3]]
-			}
-		}
-		if owner == "" {
+		owner, business, found := denialOwner(message, quotas, m[0])
+		if !found {
 			continue
 		}
-		group := func(i int) string {
-			if m[2*i] < 0 {
-				return ""
-			}
-			return message[m[2*i]:m[2*i+1]]
-		}
 		out = append(out, limitDenial{
-			quota: owner, resource: group(1), group: group(2), cluster: group(3),
-			requested: group(4), used: group(5), reserved: group(6), hard: strings.TrimRight(group(7), "."),
+			quota: owner, business: business, resource: submatch(message, m, 1), group: submatch(message, m, 2), cluster: submatch(message, m, 3),
+			requested: submatch(message, m, 4), used: submatch(message, m, 5), reserved: submatch(message, m, 6),
+			hard: strings.TrimRight(submatch(message, m, 7), "."), neverFits: strings.HasPrefix(message[m[1]:], neverFitsMarker),
 		})
 	}
 	return out
+}
+
+// messageDenial is what a refusal message says of one quota: each resource it lacked, with the figures of that
+// moment, and the requests it requires that the binding lacks.
+type messageDenial struct {
+	quota    string
+	business bool
+	short    []Shortfall
+	missing  []string
+}
+
+// messageDenials reads every quota's denial a refusal message holds, in its order: what is known of a quota
+// whose state cannot be read now.
+func messageDenials(message string) []messageDenial {
+	quotas := exceededQuota.FindAllStringSubmatchIndex(message, -1)
+	var out []messageDenial
+	for k, q := range quotas {
+		end := len(message)
+		if k+1 < len(quotas) {
+			end = quotas[k+1][0]
+		}
+		segment := message[q[1]:end]
+		d := messageDenial{quota: message[q[4]:q[5]], business: q[2] >= 0}
+		type found struct {
+			at int
+			limitDenial
+		}
+		var all []found
+		for _, m := range totalExceeded.FindAllStringSubmatchIndex(segment, -1) {
+			all = append(all, found{at: m[0], limitDenial: limitDenial{
+				resource: submatch(segment, m, 1), requested: submatch(segment, m, 2), used: submatch(segment, m, 3),
+				reserved: submatch(segment, m, 4), hard: strings.TrimRight(submatch(segment, m, 5), "."),
+				neverFits: strings.HasPrefix(segment[m[1]:], neverFitsMarker),
+			}})
+		}
+		for _, m := range limitExceeded.FindAllStringSubmatchIndex(segment, -1) {
+			all = append(all, found{at: m[0], limitDenial: limitDenial{
+				resource: submatch(segment, m, 1), group: submatch(segment, m, 2), cluster: submatch(segment, m, 3),
+				requested: submatch(segment, m, 4), used: submatch(segment, m, 5), reserved: submatch(segment, m, 6),
+				hard: strings.TrimRight(submatch(segment, m, 7), "."), neverFits: strings.HasPrefix(segment[m[1]:], neverFitsMarker),
+			}})
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].at < all[j].at })
+		for _, f := range all {
+			if s, ok := shortfallAsSaid(f.limitDenial); ok {
+				d.short = append(d.short, s)
+			}
+		}
+		if m := missingRequests.FindStringSubmatch(segment); m != nil {
+			d.missing = strings.Split(m[1], ",")
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// shortfallAsSaid is the shortfall a denial's figures describe, as they were when it was written; false for
+// figures it cannot read.
+func shortfallAsSaid(d limitDenial) (Shortfall, bool) {
+	name, _, err := resources.Canonical(corev1.ResourceName(d.resource))
+	if err != nil {
+		return Shortfall{}, false
+	}
+	var figures [4]int64
+	for i, s := range []string{d.requested, d.used, d.reserved, d.hard} {
+		v, ok := value(name, s)
+		if !ok {
+			return Shortfall{}, false
+		}
+		figures[i] = v
+	}
+	need, used, reserved, hard := figures[0], figures[1], figures[2], figures[3]
+	available := resources.Sub(resources.Sub(hard, used), reserved)
+	return Shortfall{
+		Resource: d.resource, Cluster: d.cluster, Group: d.group,
+		Need:      resources.Human(name, need),
+		Available: resources.Human(name, available),
+		ShortBy:   resources.Human(name, resources.Sub(need, available)),
+		Hard:      resources.Human(name, hard),
+		NeverFits: d.neverFits || need > hard,
+	}, true
 }
 
 // limitPlace names a cluster's limit ("cluster member1") or a group's ("cluster group eu") as the webhook's
@@ -79,8 +184,9 @@ func limitPlace(cluster, group string) string {
 // limitShortfalls are the shortfalls of q's cluster and group limits that a refusal message names, with the need
 // the refusal reported and availability from q now: a cluster's from its limit, its used in status.clusters and
 // the reservations' clusters; a group's from its limit, the clusters status.clusterGroups says it selects, their
-// used and their reservations (the message's own figures while the controller has not counted the group). A limit
-// gone since, or one the need fits now, is left out.
+// used and their reservations (the message's own figures while the controller has not counted the group, and for
+// a business quota read from its AppliedBusinessQuota, which carries no use per member cluster). A limit gone
+// since, or one the need fits now, is left out.
 func limitShortfalls(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, message string) []Shortfall {
 	if !ledger.LimitsMembers() {
 		return nil
@@ -91,8 +197,11 @@ func limitShortfalls(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, messag
 	}
 	seen := map[string]bool{}
 	var out []Shortfall
+	// Use per member cluster is in a quota's status, but not in a namespace's view of a business quota.
+	memberUsageKnown := q.Kind != KindAppliedBusinessQuota
 	for _, d := range limitDenials(message) {
-		if d.quota != q.Name {
+		// A namespace's quota and a business quota may share a name.
+		if d.quota != q.Name || d.business != ledger.Business() {
 			continue
 		}
 		key := d.resource + "\x00" + d.cluster + "\x00" + d.group
@@ -109,27 +218,34 @@ func limitShortfalls(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, messag
 			continue
 		}
 		var hard, used, reserved int64
+		asSaid := !memberUsageKnown
 		if d.cluster != "" {
 			limit, held, limited := ledger.ClusterLimit(d.cluster)
 			if hard, ok = limit[name]; !limited || !ok {
 				continue
 			}
-			used, reserved = clusterUsed(q, d.cluster)[name], held[name]
+			if memberUsageKnown {
+				used, reserved = clusterUsed(q, d.cluster)[name], held[name]
+			}
 		} else {
 			if hard, ok = groupHard[d.group][name]; !ok {
 				continue
 			}
-			if members, counted := groupClusters(q, d.group); counted {
+			members, counted := groupClusters(q, d.group)
+			if memberUsageKnown && counted {
 				inGroup, heldInGroup := groupSums(q, ledger, members)
 				used, reserved = inGroup[name], heldInGroup[name]
 			} else {
-				u, okUsed := value(name, d.used)
-				r, okReserved := value(name, d.reserved)
-				if !okUsed || !okReserved {
-					continue
-				}
-				used, reserved = u, r
+				asSaid = true
 			}
+		}
+		if asSaid {
+			u, okUsed := value(name, d.used)
+			r, okReserved := value(name, d.reserved)
+			if !okUsed || !okReserved {
+				continue
+			}
+			used, reserved = u, r
 		}
 		available := resources.Sub(resources.Sub(hard, used), reserved)
 		if need <= available {

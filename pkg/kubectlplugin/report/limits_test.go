@@ -56,8 +56,8 @@ func TestLimitDenialsReadTheLedgersRefusals(t *testing.T) {
 	// As the scheduler records it: the apiserver's relay of the webhook's 403, two quotas' denials joined.
 	message := `admission webhook "resourcebinding.karmada-quota.io" denied the request: ` + cluster + "; " + group
 	want := []limitDenial{
-		{quota: "team-a", resource: "memory", cluster: "member1", requested: "5Gi", used: "0", reserved: "0", hard: "4Gi"},
-		{quota: "team-a", resource: "cpu", group: "eu", requested: "6", used: "0", reserved: "0", hard: "5"},
+		{quota: "team-a", resource: "memory", cluster: "member1", requested: "5Gi", used: "0", reserved: "0", hard: "4Gi", neverFits: true},
+		{quota: "team-a", resource: "cpu", group: "eu", requested: "6", used: "0", reserved: "0", hard: "5", neverFits: true},
 	}
 	if diff := cmp.Diff(want, limitDenials(message), cmp.AllowUnexported(limitDenial{})); diff != "" {
 		t.Errorf("limitDenials(%q) (-want +got):\n%s", message, diff)
@@ -79,7 +79,7 @@ func TestLimitDenials(t *testing.T) {
 				"cluster member2: requested 1, used 4, reserved 0, hard 4, must specify requests for cpu: the quota limits " +
 				"them and the binding places replicas without them.",
 			want: []limitDenial{
-				{quota: "team-a", resource: "cpu", cluster: "member1", requested: "3", used: "1", reserved: "500m", hard: "2"},
+				{quota: "team-a", resource: "cpu", cluster: "member1", requested: "3", used: "1", reserved: "500m", hard: "2", neverFits: true},
 				{quota: "team-a", resource: "requests.memory", group: "eu", requested: "2Gi", used: "7Gi", reserved: "0", hard: "8Gi"},
 				{quota: "gpu", resource: "nvidia.com/gpu", cluster: "member2", requested: "1", used: "4", reserved: "0", hard: "4"},
 			},
@@ -106,7 +106,7 @@ func TestLimitFormatMatchesTheLedger(t *testing.T) {
 	d := &quota.Denial{Quota: "team-a", Exceeded: []quota.Exceeded{
 		{Where: "cluster member1", Resource: "cpu", Requested: "3", Used: "0", Reserved: "0", Hard: "2", NeverFits: true},
 	}}
-	want := []limitDenial{{quota: "team-a", resource: "cpu", cluster: "member1", requested: "3", used: "0", reserved: "0", hard: "2"}}
+	want := []limitDenial{{quota: "team-a", resource: "cpu", cluster: "member1", requested: "3", used: "0", reserved: "0", hard: "2", neverFits: true}}
 	if diff := cmp.Diff(want, limitDenials(d.Error()), cmp.AllowUnexported(limitDenial{})); diff != "" {
 		t.Errorf("limitDenials(%q) (-want +got):\n%s", d.Error(), diff)
 	}

@@ -55,10 +55,25 @@ func WriteQuotas(out io.Writer, quotas []Quota) error {
 // meaning, then a Resource / Used / Reserved / Hard table sorted by resource name, then Karmada's additions: the
 // status's currency, use per member cluster (with each cluster's own limit) and what graceful evictions keep there,
 // the limits on groups of member clusters, and the bindings waiting on the quota.
+//
+// A business quota says so under its name, and that its figures are the business's: as a cluster admin reads it,
+// with its selector and each namespace's part; as a namespace sees it, with that namespace's part in a last column,
+// and no word of the business's other namespaces.
 func WriteQuota(out io.Writer, q Quota) error {
 	w := newDescribeWriter(out)
 	w.line(0, "Name:\t%s\n", q.Name)
-	w.line(0, "Namespace:\t%s\n", q.Namespace)
+	switch q.Kind {
+	case KindBusinessQuota:
+		w.line(0, "Kind:\tbusiness quota, over the namespaces it selects together\n")
+		if b := q.Business; b != nil {
+			w.line(0, "Namespaces:\t%s\n", namespacesLine(*b))
+		}
+	case KindAppliedBusinessQuota:
+		w.line(0, "Namespace:\t%s\n", q.Namespace)
+		w.line(0, "Kind:\tbusiness quota, over the namespaces of a business together: Used and Reserved are the business's\n")
+	default:
+		w.line(0, "Namespace:\t%s\n", q.Namespace)
+	}
 	if len(q.Scopes) > 0 {
 		names := map[string]bool{}
 		var list []string
@@ -75,23 +90,44 @@ func WriteQuota(out io.Writer, q Quota) error {
 		}
 	}
 	w.line(0, "Status:\t%s\n", statusLine(q.Status))
-	w.line(0, "Resource\tUsed\tReserved\tHard\n")
-	w.line(0, "--------\t----\t--------\t----\n")
-	for _, r := range q.Resources {
-		w.line(0, "%s\t%s\t%s\t%s\n", r.Name, r.Used, r.Reserved, r.Hard)
+	if q.Kind == KindAppliedBusinessQuota {
+		// The namespace's part, next to the business's figures.
+		own := "Used by " + q.Namespace
+		w.line(0, "Resource\tUsed\tReserved\tHard\t%s\n", own)
+		w.line(0, "--------\t----\t--------\t----\t%s\n", strings.Repeat("-", len(own)))
+		for _, r := range q.Resources {
+			w.line(0, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Used, r.Reserved, r.Hard, r.NamespaceUsed)
+		}
+	} else {
+		w.line(0, "Resource\tUsed\tReserved\tHard\n")
+		w.line(0, "--------\t----\t--------\t----\n")
+		for _, r := range q.Resources {
+			w.line(0, "%s\t%s\t%s\t%s\n", r.Name, r.Used, r.Reserved, r.Hard)
+		}
 	}
 	if err := w.flush(); err != nil {
 		return err
 	}
 
-	if err := writeClusters(out, q.Clusters, len(q.ClusterGroups) > 0); err != nil {
-		return err
+	if q.Business != nil {
+		if err := writeNamespaces(out, q.Business.Namespaces, q.Resources); err != nil {
+			return err
+		}
 	}
-	if err := writeEvicting(out, q.Clusters); err != nil {
-		return err
-	}
-	if err := writeGroups(out, q.ClusterGroups); err != nil {
-		return err
+	if q.MemberUsageUnknown != "" {
+		if err := writeMemberLimits(out, q); err != nil {
+			return err
+		}
+	} else {
+		if err := writeClusters(out, q.Clusters, len(q.ClusterGroups) > 0); err != nil {
+			return err
+		}
+		if err := writeEvicting(out, q.Clusters); err != nil {
+			return err
+		}
+		if err := writeGroups(out, q.ClusterGroups); err != nil {
+			return err
+		}
 	}
 
 	w = newDescribeWriter(out)
@@ -105,13 +141,81 @@ func WriteQuota(out io.Writer, q Quota) error {
 		w.line(1, "Binding\tWorkload\tAsks for\tMissing here\n")
 		w.line(1, "-------\t--------\t--------\t------------\n")
 		for _, b := range q.Waiting {
-			w.line(1, "%s\t%s/%s\t%s\t%s\n", b.Binding, b.Workload.Kind, b.Workload.Name, asksText(b.Asks, b.Needs), missingText(b.Short, b.MissingRequests))
+			binding := b.Binding
+			if b.Namespace != "" {
+				binding = b.Namespace + "/" + binding
+			}
+			w.line(1, "%s\t%s/%s\t%s\t%s\n", binding, b.Workload.Kind, b.Workload.Name, asksText(b.Asks, b.Needs), missingText(b.Short, b.MissingRequests))
 		}
 	}
 	if err := w.flush(); err != nil {
 		return err
 	}
 	return writeReservations(out, q)
+}
+
+// namespacesLine says which namespaces a business quota selects: by which labels, and how many.
+func namespacesLine(b Business) string {
+	switch b.NamespaceCount {
+	case 0:
+		return b.NamespaceSelector + " (none selected)"
+	case 1:
+		return b.NamespaceSelector + " (1 selected)"
+	}
+	return fmt.Sprintf("%s (%d selected)", b.NamespaceSelector, b.NamespaceCount)
+}
+
+// writeNamespaces renders what each namespace of a business uses of its business quota: a row per namespace, a
+// column per limited resource (in the order of resources), since a business has more namespaces than limits.
+func writeNamespaces(out io.Writer, namespaces []NamespaceUsage, resources []Resource) error {
+	w := newDescribeWriter(out)
+	if len(namespaces) == 0 {
+		w.line(0, "Usage per namespace:\t<none>\n")
+		return w.flush()
+	}
+	names := make([]string, len(resources))
+	for i, r := range resources {
+		names[i] = r.Name
+	}
+	w.line(0, "Usage per namespace:\n")
+	header, dashes := "Namespace", "---------"
+	for _, name := range names {
+		header += "\t" + name
+		dashes += "\t" + strings.Repeat("-", len(name))
+	}
+	w.line(1, "%s\n", header)
+	w.line(1, "%s\n", dashes)
+	for _, n := range namespaces {
+		row := n.Namespace
+		for _, name := range names {
+			row += "\t" + orDefault(n.Used[name], "0")
+		}
+		w.line(1, "%s\n", row)
+	}
+	return w.flush()
+}
+
+// writeMemberLimits renders, for a quota whose use per member cluster is not known (a namespace's view of a
+// business quota), why, and its limits on member clusters and groups of them, which still refuse placements.
+func writeMemberLimits(out io.Writer, q Quota) error {
+	w := newDescribeWriter(out)
+	w.line(0, "Usage per member cluster:\t<not shown: %s>\n", q.MemberUsageUnknown)
+	if len(q.Clusters) > 0 || len(q.ClusterGroups) > 0 {
+		w.line(0, "Limits on member clusters:\n")
+		w.line(1, "Where\tResource\tHard\n")
+		w.line(1, "-----\t--------\t----\n")
+		for _, c := range q.Clusters {
+			for _, name := range sortedKeys(c.Hard) {
+				w.line(1, "%s\t%s\t%s\n", limitPlace(c.Cluster, ""), name, c.Hard[name])
+			}
+		}
+		for _, g := range q.ClusterGroups {
+			for _, name := range sortedKeys(g.Hard) {
+				w.line(1, "%s\t%s\t%s\n", limitPlace("", g.Group), name, g.Hard[name])
+			}
+		}
+	}
+	return w.flush()
 }
 
 // writeClusters renders the use per member cluster: a row per cluster and resource, Used as the quota charges it
@@ -301,6 +405,8 @@ func statusLine(s Status) string {
 			s.ObservedGeneration, s.Generation)
 	case NotReady:
 		return fmt.Sprintf("status is not ready (%s): %s", s.Reason, s.Message)
+	case Applied:
+		return fmt.Sprintf("as the controller last counted the business quota, at its generation %d", s.ObservedGeneration)
 	}
 	return "no status yet: the controller has not computed one (is quota-controller running?)"
 }
@@ -371,7 +477,8 @@ func amounts(m map[string]string) string {
 }
 
 // WriteRows renders `list` and `top` as `kubectl get` renders a table; the namespace column only across
-// namespaces, as kubectl does.
+// namespaces, as kubectl does. A business quota is marked "(business)" after its name; one read as cluster admins
+// read it (a KarmadaBusinessQuota, over several namespaces) has "*" for its namespace.
 func WriteRows(out io.Writer, rows []Row, withNamespace bool) error {
 	tw := printers.GetNewTabWriter(out)
 	header := "QUOTA\tRESOURCE\tUSED\tHARD\tUSED%\tSTATUS\n"
@@ -382,9 +489,16 @@ func WriteRows(out io.Writer, rows []Row, withNamespace bool) error {
 		return err
 	}
 	for _, r := range rows {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%d%%\t%s\n", r.Quota, r.Resource, r.Used, r.Hard, r.UsedPercent, r.Status)
+		name, namespace := r.Quota, r.Namespace
+		if r.Kind != "" {
+			name += " (business)"
+		}
+		if r.Kind == KindBusinessQuota {
+			namespace = "*"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%d%%\t%s\n", name, r.Resource, r.Used, r.Hard, r.UsedPercent, r.Status)
 		if withNamespace {
-			line = r.Namespace + "\t" + line
+			line = namespace + "\t" + line
 		}
 		if err := printers.WriteEscaped(tw, line); err != nil {
 			return err
@@ -431,9 +545,8 @@ func WriteWhy(out io.Writer, why Why) error {
 			w := newDescribeWriter(out)
 			w.line(0, "\n")
 			who := "Quota"
-			if len(m.Quotas) > 0 {
-				phrase := quotasPhrase(m.Quotas)
-				who = strings.ToUpper(phrase[:1]) + phrase[1:]
+			if len(m.Quotas)+len(m.BusinessQuotas) > 0 {
+				who = capitalised(quotasPhrase(m.Quotas, m.BusinessQuotas))
 			}
 			if m.Cluster != "" {
 				w.line(0, "%s refuses what member cluster %s would run:\n", who, m.Cluster)
@@ -454,14 +567,20 @@ func WriteWhy(out io.Writer, why Why) error {
 	for _, r := range why.Refusals {
 		w := newDescribeWriter(out)
 		w.line(0, "\n")
+		title := quotaTitle(r.Quota, r.Business)
 		if r.Invalid != "" {
-			w.line(0, "Quota %s is invalid, so every binding write in the namespace is refused: %s\n", r.Quota, r.Invalid)
+			w.line(0, "%s is invalid, so every binding write in the namespace is refused: %s\n", title, r.Invalid)
 			if err := w.flush(); err != nil {
 				return err
 			}
 			continue
 		}
-		w.line(0, "Quota %s refuses it:\n", r.Quota)
+		if r.Unknown != "" {
+			// Named by the refusal, not readable now: what the refusal said, said as such.
+			w.line(0, "%s refused it at the scheduler's last attempt, with these figures (what it has available now is unknown: %s):\n", title, r.Unknown)
+		} else {
+			w.line(0, "%s refuses it:\n", title)
+		}
 		if slices.ContainsFunc(r.Short, func(s Shortfall) bool { return where(s) != "" }) {
 			// A cluster's or a group's limit: what the refused placement asked there, against that limit.
 			w.line(1, "Resource\tWhere\tNeed\tAvailable\tShort by\tHard\tCan fit\n")
@@ -504,17 +623,18 @@ func WriteWhy(out io.Writer, why Why) error {
 	for _, c := range why.Charges {
 		w := newDescribeWriter(out)
 		w.line(0, "\n")
+		title := quotaTitle(c.Quota, c.Business)
 		switch {
 		case !c.Selected:
 			class := "none"
 			if why.PriorityClass != "" {
 				class = why.PriorityClass
 			}
-			w.line(0, "Quota %s does not charge it: its scope does not select the workload's priority class (%s).\n", c.Quota, class)
+			w.line(0, "%s does not charge it: its scope does not select the workload's priority class (%s).\n", title, class)
 		case len(c.Total) == 0:
-			w.line(0, "Quota %s charges its placement nothing: it limits nothing its binding places.\n", c.Quota)
+			w.line(0, "%s charges its placement nothing: it limits nothing its binding places.\n", title)
 		default:
-			w.line(0, "Quota %s charges it:\n", c.Quota)
+			w.line(0, "%s charges it:\n", title)
 			header, dashes := "Resource\tTotal", "--------\t-----"
 			for _, cl := range c.Clusters {
 				header += "\t" + cl.Cluster
@@ -616,30 +736,50 @@ func verdictLine(why Why) string {
 		}
 		return fmt.Sprintf("scheduled, but quota refuses what member clusters %s would run: Karmada cannot sync its Works there and retries; the members keep what they ran before", strings.Join(members, ", "))
 	case Scheduled:
-		var charging []string
+		var charging, business []string
 		for _, c := range why.Charges {
-			if c.Selected && len(c.Total) > 0 {
+			if !c.Selected || len(c.Total) == 0 {
+				continue
+			}
+			if c.Business {
+				business = append(business, c.Quota)
+			} else {
 				charging = append(charging, c.Quota)
 			}
 		}
-		if len(charging) == 0 {
+		if len(charging)+len(business) == 0 {
 			return "scheduled; no quota charges its placement"
 		}
-		return "scheduled; charged by " + quotasPhrase(charging)
+		return "scheduled; charged by " + quotasPhrase(charging, business)
 	}
 	// QuotaExceeded.
 	if len(why.Refusals) == 0 {
 		return "refused by quota at the scheduler's last attempt, but no quota refuses it now: usage dropped since, and the controller requeues it"
 	}
-	names := make([]string, len(why.Refusals))
-	for i, r := range why.Refusals {
-		names[i] = r.Quota + limitsPhrase(r)
+	// The quotas that refuse it now; then those named by the refusal whose state now is unknown.
+	var names, business, said []string
+	for _, r := range why.Refusals {
+		switch {
+		case r.Unknown != "":
+			said = append(said, r.Quota+limitsPhrase(r))
+		case r.Business:
+			business = append(business, r.Quota+limitsPhrase(r))
+		default:
+			names = append(names, r.Quota+limitsPhrase(r))
+		}
 	}
-	verb := "refuses"
-	if len(names) > 1 {
-		verb = "refuse"
+	var parts []string
+	if refusing := len(names) + len(business); refusing > 0 {
+		verb := "refuses"
+		if refusing > 1 {
+			verb = "refuse"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s it", quotasPhrase(names, business), verb))
 	}
-	return fmt.Sprintf("not scheduled: %s %s it; %s", quotasPhrase(names), verb, outlook(why.Refusals))
+	if len(said) > 0 {
+		parts = append(parts, quotasPhrase(nil, said)+" refused it at the scheduler's last attempt")
+	}
+	return fmt.Sprintf("not scheduled: %s; %s", strings.Join(parts, ", and "), outlook(why.Refusals))
 }
 
 // refusedLine says when Karmada reported the refusal, and when it last synced the binding's Works.
@@ -686,11 +826,15 @@ func limitsPhrase(r Refusal) string {
 func outlook(refusals []Refusal) string {
 	var invalid, never, unrequested, neverThere []string
 	for _, r := range refusals {
+		name := r.Quota
+		if r.Business {
+			name = "business quota " + r.Quota
+		}
 		if r.Invalid != "" {
-			invalid = append(invalid, r.Quota)
+			invalid = append(invalid, name)
 		}
 		if len(r.MissingRequests) > 0 {
-			unrequested = append(unrequested, r.Quota)
+			unrequested = append(unrequested, name)
 		}
 		neverInAll := false
 		for _, s := range r.Short {
@@ -699,12 +843,12 @@ func outlook(refusals []Refusal) string {
 			}
 			if place := where(s); place == "" {
 				neverInAll = true
-			} else if there := r.Quota + " in " + place; !slices.Contains(neverThere, there) {
+			} else if there := name + " in " + place; !slices.Contains(neverThere, there) {
 				neverThere = append(neverThere, there)
 			}
 		}
 		if neverInAll {
-			never = append(never, r.Quota)
+			never = append(never, name)
 		}
 	}
 	switch {
@@ -721,9 +865,58 @@ func outlook(refusals []Refusal) string {
 	return "it fits once usage drops"
 }
 
-func quotasPhrase(names []string) string {
-	if len(names) == 1 {
-		return "quota " + names[0]
+// quotasPhrase names quotas of the namespace, then business quotas: "quota a", "quotas a, b", "quota a and business
+// quota shop".
+func quotasPhrase(quotas, business []string) string {
+	var parts []string
+	switch len(quotas) {
+	case 0:
+	case 1:
+		parts = append(parts, "quota "+quotas[0])
+	default:
+		parts = append(parts, "quotas "+strings.Join(quotas, ", "))
 	}
-	return "quotas " + strings.Join(names, ", ")
+	switch len(business) {
+	case 0:
+	case 1:
+		parts = append(parts, "business quota "+business[0])
+	default:
+		parts = append(parts, "business quotas "+strings.Join(business, ", "))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// quotaTitle names one quota at the start of a sentence: "Quota a", "Business quota shop".
+func quotaTitle(name string, business bool) string {
+	if business {
+		return "Business quota " + name
+	}
+	return "Quota " + name
+}
+
+func capitalised(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// WriteBusinessQuotas renders `business` without a name as `kubectl get` renders a table: each business quota,
+// how many namespaces it selects, used against hard per limited resource, its status and its selector.
+func WriteBusinessQuotas(out io.Writer, business []BusinessQuota) error {
+	tw := printers.GetNewTabWriter(out)
+	if _, err := io.WriteString(tw, "NAME\tNAMESPACES\tUSED/HARD\tSTATUS\tSELECTOR\n"); err != nil {
+		return err
+	}
+	for _, b := range business {
+		parts := make([]string, len(b.Resources))
+		for i, r := range b.Resources {
+			parts[i] = fmt.Sprintf("%s %s/%s", r.Name, r.Used, r.Hard)
+		}
+		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\n", b.Name, b.NamespaceCount, orDefault(strings.Join(parts, ", "), "<none>"), b.Status, b.NamespaceSelector)
+		if err := printers.WriteEscaped(tw, line); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
 }

@@ -427,7 +427,7 @@ func TestWriteWhyWorkRefused(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
-			if err := WriteWhy(&b, Explain(daemonSet, agent, []quotav1alpha1.KarmadaQuota{*teamA}, nil, tc.events)); err != nil {
+			if err := WriteWhy(&b, Explain(daemonSet, agent, []quotav1alpha1.KarmadaQuota{*teamA}, AppliedBusinessQuotas{}, nil, tc.events)); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
@@ -571,7 +571,7 @@ func TestWriteWhy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
-			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas, nil, Events{})); err != nil {
+			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas, AppliedBusinessQuotas{}, nil, Events{})); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
@@ -669,7 +669,7 @@ func TestWriteWhyClusterLimits(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
-			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas, nil, Events{})); err != nil {
+			if err := WriteWhy(&b, Explain(deployment("web"), tc.binding, quotas, AppliedBusinessQuotas{}, nil, Events{})); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {

@@ -12,8 +12,16 @@ package report
 // Quota is one KarmadaQuota as `describe` shows it. `describe NAME -o json` prints one; `describe -o json`
 // prints a QuotaList.
 type Quota struct {
+	// Kind is empty for a KarmadaQuota, the namespace's own. A business quota, which limits the namespaces of a
+	// business together, is KindBusinessQuota as cluster admins read it, or KindAppliedBusinessQuota as a namespace
+	// sees it: its figures are then the business's, and Resources[].NamespaceUsed the namespace's part.
+	Kind string `json:"kind,omitempty"`
+	// Namespace is the quota's; for an AppliedBusinessQuota the namespace it applies to; empty for a
+	// KarmadaBusinessQuota.
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Business is what only a KarmadaBusinessQuota has: the namespaces it selects and what each uses.
+	Business *Business `json:"business,omitempty"`
 	// Scopes are the scope selector's expressions, each with its meaning; none for a quota over every binding.
 	Scopes []Scope `json:"scopes,omitempty"`
 	// Status says whether the figures below are current.
@@ -26,6 +34,10 @@ type Quota struct {
 	// ClusterGroups are the quota's limits on groups of member clusters (spec.clusterGroups), in spec order, each
 	// with the clusters it selects and what they use together.
 	ClusterGroups []ClusterGroup `json:"clusterGroups,omitempty"`
+	// MemberUsageUnknown says why use per member cluster is not known, for an AppliedBusinessQuota: it carries the
+	// business's totals, not its use in each member cluster. Clusters and ClusterGroups then hold the limits only
+	// (Hard), and no Used. Empty when use per member cluster is known.
+	MemberUsageUnknown string `json:"memberUsageUnknown,omitempty"`
 	// Waiting lists the namespace's bindings the scheduler could not place because a quota refused them, whose
 	// needs this quota limits, sorted by binding name.
 	Waiting []Waiting `json:"waiting,omitempty"`
@@ -36,6 +48,35 @@ type Quota struct {
 	Reservations []Reservation `json:"reservations,omitempty"`
 	// FoldedReservations sums the older reservations folded out of the list once it reached its bound.
 	FoldedReservations *FoldedReservations `json:"foldedReservations,omitempty"`
+}
+
+// Kinds of business quota a Quota (or a Row) can be read from; a namespace's KarmadaQuota has none.
+const (
+	// KindBusinessQuota is a KarmadaBusinessQuota, cluster-scoped, read by cluster admins: it names every namespace
+	// of the business and what each uses.
+	KindBusinessQuota = "KarmadaBusinessQuota"
+	// KindAppliedBusinessQuota is the AppliedBusinessQuota the controller keeps in each namespace a business quota
+	// selects: the business's limits and totals, and that namespace's part, nothing of the others. The stock view
+	// role reads it.
+	KindAppliedBusinessQuota = "AppliedBusinessQuota"
+)
+
+// Business is what a KarmadaBusinessQuota has beyond a quota: the namespaces it selects and what each uses.
+type Business struct {
+	// NamespaceSelector chooses the business's namespaces by their labels, as kubectl writes a label selector.
+	NamespaceSelector string `json:"namespaceSelector"`
+	// NamespaceCount is how many namespaces the selector chose at the controller's last recount.
+	NamespaceCount int32 `json:"namespaceCount"`
+	// Namespaces is what each of them uses of what the quota limits (what is reserved is the business's, in
+	// Resources), sorted by namespace.
+	Namespaces []NamespaceUsage `json:"namespaces,omitempty"`
+}
+
+// NamespaceUsage is one namespace's part of a business quota.
+type NamespaceUsage struct {
+	Namespace string `json:"namespace"`
+	// Used lists every resource the quota limits, 0 included.
+	Used map[string]string `json:"used"`
 }
 
 // Reservation kinds: what made the admitted write a reservation charges for.
@@ -105,11 +146,15 @@ const (
 	NotReady = "NotReady"
 	// NoStatus: the controller has never computed a status for this quota.
 	NoStatus = "NoStatus"
+	// Applied: a business quota as its AppliedBusinessQuota shows it in a namespace: what the controller last
+	// counted, for the business quota's generation ObservedGeneration. Whether the business quota is Ready, or
+	// changed since, is in the KarmadaBusinessQuota, which only cluster admins read.
+	Applied = "Applied"
 )
 
 // Status is a quota's currency.
 type Status struct {
-	// State is Current, Behind, NotReady or NoStatus.
+	// State is Current, Behind, NotReady or NoStatus; Applied for an AppliedBusinessQuota.
 	State string `json:"state"`
 	// Ready is the status of the Ready condition: True, False, or Unknown when there is none.
 	Ready   string `json:"ready"`
@@ -132,6 +177,9 @@ type Resource struct {
 	Available string `json:"available"`
 	// UsedPercent is used / hard in whole percent, rounded down; 100 for a hard of zero.
 	UsedPercent int64 `json:"usedPercent"`
+	// NamespaceUsed is, for an AppliedBusinessQuota, what its namespace uses of it: its part of Used, which is the
+	// business's. Empty for any other quota.
+	NamespaceUsed string `json:"namespaceUsed,omitempty"`
 }
 
 // ClusterUsage is what the namespace uses in one member cluster, by resource.
@@ -182,9 +230,12 @@ type ClusterGroup struct {
 
 // Waiting is a binding the scheduler could not place because a quota refused it, as one quota sees it.
 type Waiting struct {
-	Binding  string   `json:"binding"`
-	Workload Workload `json:"workload"`
-	Asks     Asks     `json:"asks"`
+	// Namespace is the binding's, for a business quota, whose bindings are in several namespaces; empty for a
+	// namespace's quota, whose bindings are in its namespace.
+	Namespace string   `json:"namespace,omitempty"`
+	Binding   string   `json:"binding"`
+	Workload  Workload `json:"workload"`
+	Asks      Asks     `json:"asks"`
 	// Needs is what placing all its replicas adds to this quota, at the least (all of them placed once; a
 	// Duplicated placement asks for this on every cluster it lists).
 	Needs map[string]string `json:"needs"`
@@ -251,14 +302,19 @@ type Shortfall struct {
 
 // Row is one limited resource of one quota, as `list` and `top` print it. `-o json` prints a RowList.
 type Row struct {
-	Namespace   string `json:"namespace"`
-	Quota       string `json:"quota"`
+	// Namespace is the quota's; empty for a KarmadaBusinessQuota, and for an AppliedBusinessQuota the namespace it
+	// applies to.
+	Namespace string `json:"namespace"`
+	Quota     string `json:"quota"`
+	// Kind is empty for a namespace's KarmadaQuota; KindBusinessQuota or KindAppliedBusinessQuota for a business
+	// quota, whose Used and Reserved are the business's.
+	Kind        string `json:"kind,omitempty"`
 	Resource    string `json:"resource"`
 	Used        string `json:"used"`
 	Reserved    string `json:"reserved"`
 	Hard        string `json:"hard"`
 	UsedPercent int64  `json:"usedPercent"`
-	// Status is the quota's currency: Current, Behind, NotReady or NoStatus.
+	// Status is the quota's currency: Current, Behind, NotReady or NoStatus; Applied for an AppliedBusinessQuota.
 	Status string `json:"status"`
 }
 
@@ -339,8 +395,9 @@ type WorkRefusal struct {
 	Cluster string `json:"cluster,omitempty"`
 	// Work is the refused Work, <execution namespace>/<name>.
 	Work string `json:"work,omitempty"`
-	// Quotas are the quotas the message names as refusing it.
-	Quotas []string `json:"quotas,omitempty"`
+	// Quotas are the quotas of the namespace the message names as refusing it; BusinessQuotas the business quotas.
+	Quotas         []string `json:"quotas,omitempty"`
+	BusinessQuotas []string `json:"businessQuotas,omitempty"`
 	// Message is the Work webhook's refusal, as Karmada recorded it.
 	Message string `json:"message"`
 	// Fix says what lets Karmada write the Work.
@@ -356,8 +413,15 @@ type Condition struct {
 
 // Refusal is one quota refusing a workload's placement.
 type Refusal struct {
-	Quota string      `json:"quota"`
-	Short []Shortfall `json:"short,omitempty"`
+	Quota string `json:"quota"`
+	// Business is set for a business quota, which limits the namespaces of a business together: its figures are
+	// the business's.
+	Business bool        `json:"business,omitempty"`
+	Short    []Shortfall `json:"short,omitempty"`
+	// Unknown is set for a business quota the refusal message names whose AppliedBusinessQuota could not be read,
+	// and says why: Short then holds the figures of the refusal message, as they were at the scheduler's last
+	// attempt, not now.
+	Unknown string `json:"unknown,omitempty"`
 	// Invalid is set for a quota whose spec cannot be enforced: the webhook refuses every binding write in its
 	// namespace until it is fixed.
 	Invalid string `json:"invalid,omitempty"`
@@ -368,6 +432,9 @@ type Refusal struct {
 // Charge is what one quota counts for a scheduled workload.
 type Charge struct {
 	Quota string `json:"quota"`
+	// Business is set for a business quota: it charges the workload against what the business's namespaces use
+	// together.
+	Business bool `json:"business,omitempty"`
 	// Selected is false when the quota's scope does not select the workload's priority class.
 	Selected bool `json:"selected"`
 	// Total is what the quota counts for it, by limited resource; empty when it limits nothing it uses.
@@ -375,4 +442,22 @@ type Charge struct {
 	// Clusters split what the quota counts by member cluster (all but object counts), with what a graceful
 	// eviction keeps there.
 	Clusters []ClusterUsage `json:"clusters,omitempty"`
+}
+
+// BusinessQuota is one KarmadaBusinessQuota as `business` lists it. `business -o json` prints a BusinessQuotaList.
+type BusinessQuota struct {
+	Name string `json:"name"`
+	// NamespaceSelector chooses the business's namespaces by their labels, as kubectl writes a label selector.
+	NamespaceSelector string `json:"namespaceSelector"`
+	// NamespaceCount is how many namespaces the selector chose at the controller's last recount.
+	NamespaceCount int32 `json:"namespaceCount"`
+	// Resources lists every limited resource, sorted by name: used and reserved over the business's namespaces.
+	Resources []Resource `json:"resources"`
+	// Status is the quota's currency: Current, Behind, NotReady or NoStatus.
+	Status string `json:"status"`
+}
+
+// BusinessQuotaList is what `business -o json` prints without a name.
+type BusinessQuotaList struct {
+	Items []BusinessQuota `json:"items"`
 }

@@ -52,7 +52,9 @@ var renderedWith = regexp.MustCompile(`^ \(Karmada rendered it for \S+ with ([^)
 var refusalStart = regexp.MustCompile(`Work ([^\s/]+)/(\S+) would have member cluster (\S+) run more than quota allows for `)
 
 var (
-	exceededQuota  = regexp.MustCompile(`exceeded quota: ([^\s,;]+)`)
+	// exceededQuota starts a quota's denial (Denial.Error): "exceeded quota: NAME" for a namespace's quota,
+	// "exceeded business quota: NAME" for a business quota (group 1 says which, group 2 is the name).
+	exceededQuota  = regexp.MustCompile(`exceeded (business )?quota: ([^\s,;]+)`)
 	unboundedQuota = regexp.MustCompile(`quota ([^\s,;]+) limits what it runs: `)
 	overrunQuota   = regexp.MustCompile(`(?:: |; )quota ([^\s,;]+), `)
 )
@@ -107,7 +109,8 @@ func worksRefused(events []corev1.Event, kind string) *WorksRefused {
 // cannot split (Karmada changed how it joins errors, an event aggregated past recognition) is returned whole, as
 // one refusal naming no cluster: never less than what Karmada said.
 func SplitRefusals(message string) []WorkRefusal {
-	whole := []WorkRefusal{{Message: message, Quotas: quotasIn(message)}}
+	whole := []WorkRefusal{{Message: message}}
+	whole[0].Quotas, whole[0].BusinessQuotas = quotasIn(message)
 	found := refusalStart.FindAllStringSubmatchIndex(message, -1)
 	if len(found) == 0 {
 		return whole
@@ -136,31 +139,39 @@ func SplitRefusals(message string) []WorkRefusal {
 			segment = strings.TrimSuffix(segment, "]")
 		}
 		namespace, name, cluster := message[m[2]:m[3]], message[m[4]:m[5]], message[m[6]:m[7]]
-		out = append(out, WorkRefusal{
-			Cluster: cluster,
-			Work:    namespace + "/" + name,
-			Quotas:  quotasIn(segment),
-			Message: segment,
-		})
+		r := WorkRefusal{Cluster: cluster, Work: namespace + "/" + name, Message: segment}
+		r.Quotas, r.BusinessQuotas = quotasIn(segment)
+		out = append(out, r)
 	}
 	return out
 }
 
 // quotasIn names the quotas a refusal message says refuse it: a denial's "exceeded quota: NAME", an unbounded
-// workload's "quota NAME limits what it runs", a Work naming no binding's "quota NAME, cpu: asked ...".
-func quotasIn(message string) []string {
+// workload's "quota NAME limits what it runs", a Work naming no binding's "quota NAME, cpu: asked ..."; and apart,
+// the business quotas of denials reading "exceeded business quota: NAME".
+func quotasIn(message string) (quotas, business []string) {
 	seen := map[string]bool{}
-	var out []string
-	for _, re := range []*regexp.Regexp{exceededQuota, unboundedQuota, overrunQuota} {
-		for _, m := range re.FindAllStringSubmatch(message, -1) {
-			if !seen[m[1]] {
-				seen[m[1]] = true
-				out = append(out, m[1])
-			}
+	add := func(list *[]string, key, name string) {
+		if !seen[key] {
+			seen[key] = true
+			*list = append(*list, name)
 		}
 	}
-	sort.Strings(out)
-	return out
+	for _, m := range exceededQuota.FindAllStringSubmatch(message, -1) {
+		if m[1] != "" {
+			add(&business, "business\x00"+m[2], m[2])
+		} else {
+			add(&quotas, m[2], m[2])
+		}
+	}
+	for _, re := range []*regexp.Regexp{unboundedQuota, overrunQuota} {
+		for _, m := range re.FindAllStringSubmatch(message, -1) {
+			add(&quotas, m[1], m[1])
+		}
+	}
+	sort.Strings(quotas)
+	sort.Strings(business)
+	return quotas, business
 }
 
 // fixFor says what lets Karmada write a refused Work: the message's own instruction for a workload with no bound
@@ -168,12 +179,8 @@ func quotasIn(message string) []string {
 // ask on that member.
 func fixFor(r WorkRefusal, kind string) string {
 	quotas := "the quota"
-	switch len(r.Quotas) {
-	case 0:
-	case 1:
-		quotas = "quota " + r.Quotas[0]
-	default:
-		quotas = "quotas " + strings.Join(r.Quotas, ", ")
+	if len(r.Quotas)+len(r.BusinessQuotas) > 0 {
+		quotas = quotasPhrase(r.Quotas, r.BusinessQuotas)
 	}
 	where := "there"
 	if r.Cluster != "" {
@@ -216,7 +223,15 @@ func limitsNamed(r WorkRefusal) string {
 	for _, d := range limitDenials(r.Message) {
 		place := limitPlace(d.cluster, d.group)
 		whose := d.quota + "'s"
-		if len(r.Quotas) == 1 && r.Quotas[0] == d.quota {
+		if d.business {
+			whose = "business quota " + whose
+		}
+		// "its" when the refusal names this one quota alone.
+		alone := r.Quotas
+		if d.business {
+			alone = r.BusinessQuotas
+		}
+		if len(r.Quotas)+len(r.BusinessQuotas) == 1 && len(alone) == 1 && alone[0] == d.quota {
 			whose = "its"
 		}
 		if phrase := whose + " limit in " + place; !slices.Contains(named, phrase) {

@@ -143,16 +143,21 @@ func TestSplitRefusals(t *testing.T) {
 }
 
 func TestQuotasIn(t *testing.T) {
-	cases := map[string][]string{
-		"exceeded quota: team-a, cpu: requested 1; exceeded quota: gpu, nvidia.com/gpu: requested 1": {"gpu", "team-a"},
-		"quota batch limits what it runs: CronJob x/y allows ...":                                    {"batch"},
+	type named struct{ quotas, business []string }
+	cases := map[string]named{
+		"exceeded quota: team-a, cpu: requested 1; exceeded quota: gpu, nvidia.com/gpu: requested 1": {quotas: []string{"gpu", "team-a"}},
+		"quota batch limits what it runs: CronJob x/y allows ...":                                    {quotas: []string{"batch"}},
 		// A Work no binding was admitted for (quota.OverrunMessage).
-		"for no ResourceBinding of namespace team-a (the Work names none there, or it is gone): quota team-a, cpu: asked 1, admitted 0": {"team-a"},
+		"for no ResourceBinding of namespace team-a (the Work names none there, or it is gone): quota team-a, cpu: asked 1, admitted 0": {quotas: []string{"team-a"}},
 		// "raise the quota" and "than quota allows" name none.
-		"run more than quota allows for ResourceBinding a/b: something. The member keeps what it runs; to change it, raise the quota, or lower": nil,
+		"run more than quota allows for ResourceBinding a/b: something. The member keeps what it runs; to change it, raise the quota, or lower": {},
+		// A business quota is named apart, even when a quota of the namespace has its name.
+		"exceeded quota: shop, cpu: requested 1, used 0, reserved 0, hard 1; exceeded business quota: shop, cpu: requested 1, used 3, reserved 0, hard 4": {
+			quotas: []string{"shop"}, business: []string{"shop"}},
 	}
 	for message, want := range cases {
-		if diff := cmp.Diff(want, quotasIn(message)); diff != "" {
+		quotas, business := quotasIn(message)
+		if diff := cmp.Diff(want, named{quotas, business}, cmp.AllowUnexported(named{})); diff != "" {
 			t.Errorf("quotasIn(%q) (-want +got):\n%s", message, diff)
 		}
 	}
@@ -297,7 +302,7 @@ func TestExplainWorkRefused(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Explain(daemonSet, tc.binding, quotas, nil, tc.events)
+			got := Explain(daemonSet, tc.binding, quotas, AppliedBusinessQuotas{}, nil, tc.events)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -138,11 +138,30 @@ func MoveToLedger(q *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedg
 	stored := &quotav1alpha1.KarmadaQuotaLedger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, OwnerReferences: []metav1.OwnerReference{
 			*metav1.NewControllerRef(q, quotav1alpha1.GroupVersion.WithKind("KarmadaQuota"))}},
-		QuotaGeneration:    q.Generation,
-		Reservations:       q.Status.Reservations,
-		ReservationCount:   int32(len(q.Status.Reservations)),
-		FoldedReservations: q.Status.FoldedReservations,
+		LedgerState: quotav1alpha1.LedgerState{
+			QuotaGeneration:    q.Generation,
+			Reservations:       q.Status.Reservations,
+			ReservationCount:   int32(len(q.Status.Reservations)),
+			FoldedReservations: q.Status.FoldedReservations,
+		},
 	}
 	q.Status.Reservations, q.Status.FoldedReservations = nil, nil
 	return stored
+}
+
+// BusinessQuota is a KarmadaBusinessQuota over the namespaces labelled business=<name>, limiting hard, with a UID
+// and generation 1 as the API server would give it.
+func BusinessQuota(name string, hard corev1.ResourceList) *quotav1alpha1.KarmadaBusinessQuota {
+	return &quotav1alpha1.KarmadaBusinessQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-business-" + name), Generation: 1},
+		Spec: quotav1alpha1.KarmadaBusinessQuotaSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"business": name}},
+			KarmadaQuotaSpec:  quotav1alpha1.KarmadaQuotaSpec{Hard: hard},
+		},
+	}
+}
+
+// Namespace is a namespace with labels (nil for none).
+func Namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 }

@@ -102,20 +102,22 @@ var _ = Describe("KarmadaQuota CRD", func() {
 		q := fullQuota(ns)
 		Expect(k8s.Create(ctx, q)).To(Succeed())
 		l := &quotav1alpha1.KarmadaQuotaLedger{
-			ObjectMeta:      metav1.ObjectMeta{Namespace: ns, Name: q.Name, OwnerReferences: quota.LedgerOwner(q)},
-			QuotaGeneration: 1,
-			Observed: &quotav1alpha1.LedgerObserved{Used: corev1.ResourceList{"cpu": resource.MustParse("3")},
-				Clusters: []quotav1alpha1.ClusterUsed{{Name: "member1", Used: corev1.ResourceList{"cpu": resource.MustParse("3")}}}},
-			Reservations: []quotav1alpha1.Reservation{{
-				ReservedBy:     quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: "web-deployment", UID: types.UID("0b0e5a7e-1")},
-				Generation:     2,
-				Reserved:       corev1.ResourceList{"cpu": resource.MustParse("500m")},
-				Clusters:       []quotav1alpha1.ClusterReservation{{Name: "member1", Reserved: corev1.ResourceList{"cpu": resource.MustParse("500m")}}},
-				ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second)),
-			}},
-			ReservationCount: 1,
-			FoldedReservations: &quotav1alpha1.FoldedReservations{Count: 3, Reserved: corev1.ResourceList{"cpu": resource.MustParse("1500m")},
-				ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second))},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: q.Name, OwnerReferences: quota.LedgerOwner(q)},
+			LedgerState: quotav1alpha1.LedgerState{
+				QuotaGeneration: 1,
+				Observed: &quotav1alpha1.LedgerObserved{Used: corev1.ResourceList{"cpu": resource.MustParse("3")},
+					Clusters: []quotav1alpha1.ClusterUsed{{Name: "member1", Used: corev1.ResourceList{"cpu": resource.MustParse("3")}}}},
+				Reservations: []quotav1alpha1.Reservation{{
+					ReservedBy:     quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: "web-deployment", UID: types.UID("0b0e5a7e-1")},
+					Generation:     2,
+					Reserved:       corev1.ResourceList{"cpu": resource.MustParse("500m")},
+					Clusters:       []quotav1alpha1.ClusterReservation{{Name: "member1", Reserved: corev1.ResourceList{"cpu": resource.MustParse("500m")}}},
+					ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second)),
+				}},
+				ReservationCount: 1,
+				FoldedReservations: &quotav1alpha1.FoldedReservations{Count: 3, Reserved: corev1.ResourceList{"cpu": resource.MustParse("1500m")},
+					ExpirationTime: metav1.NewTime(time.Now().Add(2 * time.Minute).Truncate(time.Second))},
+			},
 		}
 		want := l.DeepCopy()
 		Expect(k8s.Create(ctx, l)).To(Succeed())

@@ -118,9 +118,11 @@ func installProbe() {
 func writeProbe(ns, name string, n int, build func(int) quotav1alpha1.Reservation, clusters int) error {
 	GinkgoHelper()
 	l := &quotav1alpha1.KarmadaQuotaLedger{
-		ObjectMeta:      metav1.ObjectMeta{Namespace: ns, Name: name},
-		QuotaGeneration: 7,
-		Observed:        &quotav1alpha1.LedgerObserved{Used: framework.List("cpu", "1", "memory", "1Gi")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		LedgerState: quotav1alpha1.LedgerState{
+			QuotaGeneration: 7,
+			Observed:        &quotav1alpha1.LedgerObserved{Used: framework.List("cpu", "1", "memory", "1Gi")},
+		},
 	}
 	for i := range n {
 		l.Reservations = append(l.Reservations, build(i))

@@ -53,6 +53,7 @@ const (
 //     refused once and synced since. Two reservations outstanding: a write of cache's binding, and db's Work on
 //     member1 (an OverridePolicy raising its cpu there). A user team-d-viewer may read quotas, bindings and
 //     DaemonSets, but not events.
+//   - shop-dev and shop-prod: the business shop (createBusinessFixtures).
 func createFixtures() {
 	for _, ns := range []string{"team-a", "team-b", "team-c", "team-d"} {
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -108,6 +109,7 @@ func createFixtures() {
 		q.UID, q.Generation = "", 0
 		Expect(k8s.Create(ctx, q)).To(Succeed())
 	}
+	createBusinessFixtures()
 	computeStatus()
 
 	// An admission of worker's next write, not yet observed: in the ledger as the webhook writes it, and summed in
@@ -255,8 +257,9 @@ func createWorkEvents() {
 	}
 }
 
-// computeStatus runs the real controller until every quota's status is current, then stops it. It starts after
-// every binding exists, so its first count is complete and the golden files never see a partial one.
+// computeStatus runs the real controller until every quota's status is current, and every business quota's with
+// the AppliedBusinessQuota of each of its namespaces, then stops it. It starts after every binding exists, so its
+// first count is complete and the golden files never see a partial one.
 func computeStatus() {
 	c, err := framework.StartController(ctx, cfg, controller.Options{ResyncPeriod: time.Hour, Workers: 1, RequeueCooldown: time.Minute}, 0)
 	Expect(err).NotTo(HaveOccurred())
@@ -271,7 +274,7 @@ func computeStatus() {
 				return fmt.Errorf("quota %s/%s: %s", quotas.Items[i].Namespace, quotas.Items[i].Name, s.State)
 			}
 		}
-		return nil
+		return businessCounted()
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 

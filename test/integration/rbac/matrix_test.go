@@ -54,6 +54,21 @@ func quotaStatus(verb string) access {
 func ledgers(verb string) access {
 	return access{verb: verb, group: quotaGroup, resource: "karmadaquotaledgers", namespace: teamNamespace}
 }
+func businessQuotas(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "karmadabusinessquotas"}
+}
+func businessQuotaStatus(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "karmadabusinessquotas", subresource: "status"}
+}
+func businessLedgers(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "karmadabusinessquotaledgers"}
+}
+func appliedBusinessQuotas(verb string) access {
+	return access{verb: verb, group: quotaGroup, resource: "appliedbusinessquotas", namespace: teamNamespace}
+}
+func namespaces(verb string) access {
+	return access{verb: verb, resource: "namespaces"}
+}
 func bindings(verb string) access {
 	return access{verb: verb, group: workGroup, resource: "resourcebindings", namespace: teamNamespace}
 }
@@ -102,6 +117,18 @@ var matrix = []row{
 	// collector.
 	{ledgers("get"), "WCTA"}, {ledgers("list"), "WCTA"}, {ledgers("watch"), "WCTA"},
 	{ledgers("create"), "WC"}, {ledgers("update"), "WC"}, {ledgers("patch"), ""}, {ledgers("delete"), ""},
+	// Business quotas, and their ledgers, name every namespace of the business and what it uses: cluster admins'
+	// and karmada-quota's. A team reads its own part in its namespace's AppliedBusinessQuota, which only the
+	// controller writes. Both components read namespaces' labels, which business quotas select them by.
+	{businessQuotas("get"), "WC"}, {businessQuotas("list"), "WC"}, {businessQuotas("watch"), "WC"},
+	{businessQuotas("create"), ""}, {businessQuotas("update"), ""}, {businessQuotas("delete"), ""},
+	{businessQuotaStatus("update"), "C"}, {businessQuotaStatus("patch"), ""},
+	{businessLedgers("get"), "WC"}, {businessLedgers("list"), "WC"}, {businessLedgers("watch"), "WC"},
+	{businessLedgers("create"), "WC"}, {businessLedgers("update"), "WC"}, {businessLedgers("delete"), ""},
+	{appliedBusinessQuotas("get"), "CTA"}, {appliedBusinessQuotas("list"), "CTA"}, {appliedBusinessQuotas("watch"), "CTA"},
+	{appliedBusinessQuotas("create"), "C"}, {appliedBusinessQuotas("update"), "C"}, {appliedBusinessQuotas("delete"), "C"},
+	{appliedBusinessQuotas("patch"), ""},
+	{namespaces("get"), "WC"}, {namespaces("list"), "WC"}, {namespaces("watch"), "WC"}, {namespaces("update"), ""},
 	// Bindings: the webhook reads one; the controller watches them all and patches (requeue); teams read.
 	{bindings("get"), "WCTA"}, {bindings("list"), "CTA"}, {bindings("watch"), "CTA"},
 	{bindings("patch"), "C"}, {bindings("update"), ""}, {bindings("create"), ""}, {bindings("delete"), ""},

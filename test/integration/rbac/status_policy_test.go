@@ -101,6 +101,44 @@ var _ = Describe("Writing a quota's status", func() {
 		Expect(as(statusEditor).Update(ctx, &current)).To(Succeed())
 	})
 
+	It("covers a business quota's status and ledger, and the views teams read", func() {
+		name := "policy-" + time.Now().Format("150405.000000")
+		bq := &quotav1alpha1.KarmadaBusinessQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: quotav1alpha1.KarmadaBusinessQuotaSpec{
+				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"business": name}},
+				KarmadaQuotaSpec:  quotav1alpha1.KarmadaQuotaSpec{Hard: framework.List("cpu", "10")},
+			},
+		}
+		Expect(k8s.Create(ctx, bq)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, bq))).To(Succeed()) })
+		freeBusiness := func(c client.Client) error {
+			var current quotav1alpha1.KarmadaBusinessQuota
+			if err := c.Get(ctx, client.ObjectKeyFromObject(bq), &current); err != nil {
+				return err
+			}
+			current.Status.Used = framework.List("cpu", "0")
+			return c.Status().Update(ctx, &current)
+		}
+		ledger := func() *quotav1alpha1.KarmadaBusinessQuotaLedger {
+			return &quotav1alpha1.KarmadaBusinessQuotaLedger{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		}
+		view := func() *quotav1alpha1.AppliedBusinessQuota {
+			return &quotav1alpha1.AppliedBusinessQuota{ObjectMeta: metav1.ObjectMeta{Namespace: teamNamespace, Name: name},
+				Status: quotav1alpha1.AppliedBusinessQuotaStatus{Used: framework.List("cpu", "0")}}
+		}
+		Eventually(func() error { return freeBusiness(as(admin)) }).WithTimeout(10 * time.Second).Should(
+			And(WithTransform(apierrors.IsForbidden, BeTrue()), MatchError(ContainSubstring("KarmadaBusinessQuota"))))
+		Expect(apierrors.IsForbidden(as(admin).Create(ctx, ledger()))).To(BeTrue(), "a business quota's ledger")
+		Expect(apierrors.IsForbidden(as(admin).Create(ctx, view()))).To(BeTrue(), "a team's view")
+
+		Expect(freeBusiness(as(controllerIdentity))).To(Succeed())
+		Expect(as(webhookIdentity).Create(ctx, ledger())).To(Succeed())
+		v := view()
+		Expect(as(controllerIdentity).Create(ctx, v)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, v))).To(Succeed()) })
+	})
+
 	It("is not installed when the components run as the admin", func() {
 		in, err := render.Render("karmada-quota", karmadaNamespace, map[string]any{"karmada": map[string]any{"leastPrivilegeIdentities": false}})
 		Expect(err).NotTo(HaveOccurred())

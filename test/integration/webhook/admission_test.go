@@ -279,8 +279,11 @@ func grant(user string, verbs, ledgerVerbs []string) {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotas"}, Verbs: verbs},
 			{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadaquotaledgers"}, Verbs: ledgerVerbs},
-			// What the replica needs besides, as installed: member clusters' labels, for the quotas' cluster groups.
+			// What the replica needs besides, as installed: member clusters' labels, for the quotas' cluster groups;
+			// business quotas, their ledgers and namespaces' labels, which they select namespaces by.
 			{APIGroups: []string{"cluster.karmada.io"}, Resources: []string{"clusters"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"quota.karmada.io"}, Resources: []string{"karmadabusinessquotas", "karmadabusinessquotaledgers"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}
 	binding := &rbacv1.ClusterRoleBinding{

@@ -80,7 +80,8 @@ subjects:
 {{- end }}
 ---
 # Only karmada-quota's own identities write a quota's status and its ledger, whatever RBAC grants: either edited by
-# anyone else could free quota (drop reservations, lower used). Enforced by the karmada-apiserver itself (CEL), so
+# anyone else could free quota (drop reservations, lower used); and a team's view of its business quota, which would
+# tell it wrong. Enforced by the karmada-apiserver itself (CEL), so
 # admission of the webhook's own reservation writes costs nothing. (Deleting a ledger is left to the garbage
 # collector and admins: the controller writes it again from a recount, and the reservations it listed are lost,
 # as they would be to an admin editing status.) With leastPrivilegeIdentities off the components run with the
@@ -98,17 +99,17 @@ spec:
       - apiGroups: [quota.karmada.io]
         apiVersions: ["*"]
         operations: [UPDATE]
-        resources: [karmadaquotas/status]
+        resources: [karmadaquotas/status, karmadabusinessquotas/status]
       - apiGroups: [quota.karmada.io]
         apiVersions: ["*"]
         operations: [CREATE, UPDATE]
-        resources: [karmadaquotaledgers]
+        resources: [karmadaquotaledgers, karmadabusinessquotaledgers, appliedbusinessquotas]
   validations:
     - expression: {{ printf "request.userInfo.username in %s" (toJson $writers) | quote }}
       messageExpression: >-
-        "only karmada-quota's service accounts write the status of a KarmadaQuota and its KarmadaQuotaLedger (usage
-        is recounted from the ResourceBindings, reservations are settled by its controller), not " +
-        request.userInfo.username
+        "only karmada-quota's service accounts write the status of a KarmadaQuota or a KarmadaBusinessQuota, their
+        ledgers, and the AppliedBusinessQuotas teams read (usage is recounted from the ResourceBindings,
+        reservations are settled by its controller), not " + request.userInfo.username
       reason: Forbidden
 ---
 apiVersion: admissionregistration.k8s.io/v1
@@ -198,9 +199,11 @@ metadata:
     rbac.authorization.k8s.io/aggregate-to-edit: "true"
     rbac.authorization.k8s.io/aggregate-to-admin: "true"
 rules:
-  # The ledgers list the reservations one by one (`kubectl karmada quota describe`).
+  # The ledgers list the reservations one by one (`kubectl karmada quota describe`). A business quota is read
+  # through its AppliedBusinessQuota in each of its namespaces: the business quota itself, and its ledger, name the
+  # business's other namespaces and what they use, and stay with cluster admins.
   - apiGroups: [quota.karmada.io]
-    resources: [karmadaquotas, karmadaquotas/status, karmadaquotaledgers]
+    resources: [karmadaquotas, karmadaquotas/status, karmadaquotaledgers, appliedbusinessquotas]
     verbs: [get, list, watch]
 {{- if .Values.businessRoles.readResourceBindings }}
 ---

@@ -17,5 +17,7 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&KarmadaQuota{}, &KarmadaQuotaList{}, &KarmadaQuotaLedger{}, &KarmadaQuotaLedgerList{})
+	SchemeBuilder.Register(&KarmadaQuota{}, &KarmadaQuotaList{}, &KarmadaQuotaLedger{}, &KarmadaQuotaLedgerList{},
+		&KarmadaBusinessQuota{}, &KarmadaBusinessQuotaList{}, &KarmadaBusinessQuotaLedger{}, &KarmadaBusinessQuotaLedgerList{},
+		&AppliedBusinessQuota{}, &AppliedBusinessQuotaList{})
 }

@@ -19,6 +19,12 @@ type KarmadaQuotaLedger struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	LedgerState `json:",inline"`
+}
+
+// LedgerState is what a ledger holds, for a KarmadaQuota (KarmadaQuotaLedger) as for a KarmadaBusinessQuota
+// (KarmadaBusinessQuotaLedger): admission decides the same way against both.
+type LedgerState struct {
 	// QuotaGeneration fences changes of the quota's spec: the newest generation of it an admission may decide on.
 	// The webhook raises it before a new spec is stored, so an admission deciding on an older spec than one already
 	// stored loses its compare-and-swap on this object and reads the quota again.

@@ -2,11 +2,15 @@
 // summed with pkg/usage (the same function for both quota APIs; for single-template bindings it agrees with
 // Karmada's helper.CalculateResourceUsage), in all and on each member cluster. Over-admission is stored usage
 // beyond hard, or beyond a limit on member clusters; drift is what a quota's status says is used, in all, on a
-// member cluster or in a cluster group, minus that true sum.
+// member cluster or in a cluster group, minus that true sum. A quota shared by several namespaces (a business quota)
+// is held to the sum over every namespace it governs, and what its status says each of them uses to that
+// namespace's own.
 package audit
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
@@ -44,7 +48,17 @@ type Result struct {
 	DriftQuotas        int
 	// Pending is CPU admitted but not yet observed (karmada-quota's reservations) left in the statuses.
 	Pending int64
-	Quotas  int
+	// Quotas counts the quotas audited, shared ones included; Namespaces the namespaces.
+	Quotas, Namespaces int
+	// SharedQuotas counts the quotas audited that govern several namespaces together (business quotas), and
+	// SharedNamespaces the audited namespaces they govern. A shared quota is audited over every namespace it
+	// governs: over-admission and drift are its totals' against the sum over them all.
+	SharedQuotas, SharedNamespaces int
+	// DriftParts counts the namespaces whose part in a shared quota's status (what it says the namespace uses) is
+	// off, or that it lists without governing them; each makes its quota count in DriftQuotas.
+	DriftParts int
+	// Ungoverned counts the audited namespaces that no quota governs, of their own or shared, under a quota system.
+	Ungoverned int
 }
 
 // Settled says whether every status is exact and nothing is pending.
@@ -94,58 +108,153 @@ func clusterLabels(ctx context.Context, c client.Client) (map[string]labels.Set,
 	return out, nil
 }
 
-// Audit compares every namespace's quota with its bindings. Without a quota system it only sums what was
-// admitted.
+// Audit compares every namespace's quota with its bindings, and every quota shared by several namespaces
+// (karmada-quota's business quotas) that governs one of them at least with the bindings of all it governs. Without a
+// quota system it only sums what was admitted.
 func Audit(ctx context.Context, c client.Client, sys systems.System, namespaces []string) (Result, error) {
 	var r Result
+	truths := map[string]Truth{}
+	truthOf := func(ns string) (Truth, error) {
+		if t, ok := truths[ns]; ok {
+			return t, nil
+		}
+		t, err := True(ctx, c, ns)
+		if err == nil {
+			truths[ns] = t
+		}
+		return t, err
+	}
 	// Read once per audit, when a quota first limits member clusters: the benchmark never relabels them.
 	var joined map[string]labels.Set
+	joinedLabels := func() (map[string]labels.Set, error) {
+		var err error
+		if joined == nil {
+			joined, err = clusterLabels(ctx, c)
+		}
+		return joined, err
+	}
+	governed := map[string]bool{}
 	for _, ns := range namespaces {
-		t, err := True(ctx, c, ns)
+		t, err := truthOf(ns)
 		if err != nil {
 			return r, err
 		}
-		truth := t.Total
-		r.Admitted += truth[CPU]
+		r.Namespaces++
+		r.Admitted += t.Total[CPU]
 		if !sys.Enforcing() {
 			continue
 		}
 		st, err := sys.Status(ctx, ns)
+		if errors.Is(err, systems.ErrNoQuota) {
+			continue
+		}
 		if err != nil {
 			return r, err
 		}
-		r.Quotas++
-		r.Hard += st.Hard[CPU]
-		over, drift := false, false
-		for name, hard := range st.Hard {
-			if truth[name] > hard {
-				over = true
-				if name == CPU {
-					r.Over += truth[name] - hard
+		governed[ns] = true
+		if err := r.check(st, t, false, joinedLabels); err != nil {
+			return r, err
+		}
+	}
+	if shared, ok := sys.(systems.SharedQuotas); ok && sys.Enforcing() {
+		statuses, err := shared.SharedStatuses(ctx, namespaces)
+		if err != nil {
+			return r, err
+		}
+		audited := map[string]bool{}
+		for _, ns := range namespaces {
+			audited[ns] = true
+		}
+		for _, st := range statuses {
+			r.SharedQuotas++
+			total := Truth{Total: resources.List{}, Clusters: map[string]resources.List{}}
+			partsDrift := false
+			for _, ns := range st.Namespaces {
+				t, err := truthOf(ns)
+				if err != nil {
+					return r, err
+				}
+				total.add(t)
+				if audited[ns] {
+					governed[ns] = true
+					r.SharedNamespaces++
+				}
+				// The namespace's part, which the status must list with every resource the quota limits.
+				part, listed := st.NamespaceUsed[ns]
+				off := !listed
+				for name := range st.Hard {
+					off = off || part[name] != t.Total[name]
+				}
+				if off {
+					r.DriftParts++
+					partsDrift = true
 				}
 			}
-			d := st.Used[name] - truth[name]
-			if d != 0 {
-				drift = true
-			}
-			if name == CPU {
-				if d > 0 {
-					r.DriftUp += d
-				} else {
-					r.DriftDown -= d
+			for ns := range st.NamespaceUsed {
+				if !slices.Contains(st.Namespaces, ns) {
+					// A namespace the quota no longer governs, still listed.
+					r.DriftParts++
+					partsDrift = true
 				}
 			}
-		}
-		if over {
-			r.OverQuotas++
-		}
-		if st.ClusterUsed != nil && clustersDrift(st, t) {
-			drift = true
-		}
-		if len(st.MemberLimits) > 0 && joined == nil {
-			if joined, err = clusterLabels(ctx, c); err != nil {
+			if err := r.check(st.Status, total, partsDrift, joinedLabels); err != nil {
 				return r, err
 			}
+		}
+	}
+	if sys.Enforcing() {
+		r.Ungoverned = len(namespaces) - len(governed)
+	}
+	return r, nil
+}
+
+// add adds another namespace's truth.
+func (t Truth) add(o Truth) {
+	t.Total.Add(o.Total)
+	for cluster, l := range o.Clusters {
+		if t.Clusters[cluster] == nil {
+			t.Clusters[cluster] = resources.List{}
+		}
+		t.Clusters[cluster].Add(l)
+	}
+}
+
+// check audits one quota: st is what its status says, t the truth over the namespaces it governs, drift whether
+// something else of its status is already known to be off.
+func (r *Result) check(st systems.Status, t Truth, drift bool, joinedLabels func() (map[string]labels.Set, error)) error {
+	truth := t.Total
+	r.Quotas++
+	r.Hard += st.Hard[CPU]
+	over := false
+	for name, hard := range st.Hard {
+		if truth[name] > hard {
+			over = true
+			if name == CPU {
+				r.Over += truth[name] - hard
+			}
+		}
+		d := st.Used[name] - truth[name]
+		if d != 0 {
+			drift = true
+		}
+		if name == CPU {
+			if d > 0 {
+				r.DriftUp += d
+			} else {
+				r.DriftDown -= d
+			}
+		}
+	}
+	if over {
+		r.OverQuotas++
+	}
+	if st.ClusterUsed != nil && clustersDrift(st, t) {
+		drift = true
+	}
+	if len(st.MemberLimits) > 0 {
+		joined, err := joinedLabels()
+		if err != nil {
+			return err
 		}
 		for _, limit := range st.MemberLimits {
 			r.MemberLimits++
@@ -171,12 +280,12 @@ func Audit(ctx context.Context, c client.Client, sys systems.System, namespaces 
 				r.MemberOverLimits++
 			}
 		}
-		if drift {
-			r.DriftQuotas++
-		}
-		r.Pending += st.Pending[CPU]
 	}
-	return r, nil
+	if drift {
+		r.DriftQuotas++
+	}
+	r.Pending += st.Pending[CPU]
+	return nil
 }
 
 // clustersDrift says whether what the status says is used on some member cluster differs from the truth there, in

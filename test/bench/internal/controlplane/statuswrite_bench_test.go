@@ -183,10 +183,12 @@ func BenchmarkStatusWrite(b *testing.B) {
 // the controller has not settled yet; with clusterLimits, split by member.
 func spreadLedger(q *quotav1alpha1.KarmadaQuota, now metav1.Time, clusterLimits bool) *quotav1alpha1.KarmadaQuotaLedger {
 	l := &quotav1alpha1.KarmadaQuotaLedger{
-		ObjectMeta:      metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, OwnerReferences: quota.LedgerOwner(q)},
-		QuotaGeneration: q.Generation,
-		Observed:        &quotav1alpha1.LedgerObserved{Used: utiltesting.List("cpu", "30", "memory", "30Gi")},
-		Reservations:    []quotav1alpha1.Reservation{reservation(-1, now), reservation(-2, now), reservation(-3, now)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, OwnerReferences: quota.LedgerOwner(q)},
+		LedgerState: quotav1alpha1.LedgerState{
+			QuotaGeneration: q.Generation,
+			Observed:        &quotav1alpha1.LedgerObserved{Used: utiltesting.List("cpu", "30", "memory", "30Gi")},
+			Reservations:    []quotav1alpha1.Reservation{reservation(-1, now), reservation(-2, now), reservation(-3, now)},
+		},
 	}
 	if clusterLimits {
 		for i := range l.Reservations {

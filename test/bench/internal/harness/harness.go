@@ -40,18 +40,47 @@ const (
 	// ConfigKarmadaQuotaClusterLimits is karmada-quota whose every quota also limits each member cluster and a
 	// group of them (issue 25), sized to bind when the namespace-wide hard does or just after.
 	ConfigKarmadaQuotaClusterLimits = "karmada-quota-cluster-limits"
-	ConfigFRQ                       = "frq"
+	// ConfigKarmadaQuotaBusiness is karmada-quota with one business quota (KarmadaBusinessQuota) over each
+	// workload's namespaces instead of a quota each (issue 26), allowing what theirs would together.
+	ConfigKarmadaQuotaBusiness = "karmada-quota-business"
+	ConfigFRQ                  = "frq"
 	// ConfigFRQRaised is Karmada's FRQ at its best: webhook and controller manager at 25 times their client QPS.
 	ConfigFRQRaised = "frq-raised-qps"
 )
 
 // AllConfigs is the order configurations run in.
-var AllConfigs = []string{ConfigNone, ConfigAllowAll, ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits, ConfigFRQ, ConfigFRQRaised}
+var AllConfigs = []string{ConfigNone, ConfigAllowAll, ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits, ConfigKarmadaQuotaBusiness, ConfigFRQ, ConfigFRQRaised}
+
+// Workload names, as --workloads takes them.
+const (
+	WorkloadHot    = "hot"
+	WorkloadSpread = "spread"
+	WorkloadStorm  = "storm"
+)
+
+// AllWorkloads is the order workloads run in.
+var AllWorkloads = []string{WorkloadHot, WorkloadSpread, WorkloadStorm}
+
+// IsKarmadaQuota says whether configuration key runs karmada-quota, in any of its shapes.
+func IsKarmadaQuota(key string) bool {
+	return key == ConfigKarmadaQuota || key == ConfigKarmadaQuotaClusterLimits || key == ConfigKarmadaQuotaBusiness
+}
+
+// NotRunBy says why configuration key does not run workload, or "" when it does. A business quota over the hot
+// quota's one namespace would be that namespace's quota under another name: what karmada-quota measures.
+func NotRunBy(key, workload string) string {
+	if key == ConfigKarmadaQuotaBusiness && workload == WorkloadHot {
+		return "n/a: one namespace, and a business quota over one namespace is its namespace's quota (karmada-quota's row)"
+	}
+	return ""
+}
 
 // Options are a run's settings.
 type Options struct {
 	Workload workload.Options
 	Configs  []string
+	// Workloads are the workloads each configuration runs (AllWorkloads when empty), always in AllWorkloads' order.
+	Workloads []string
 	// SettleTimeout bounds the wait for the quota controllers to make every status exact.
 	SettleTimeout time.Duration
 	// FRQSyncPeriod is karmada-controller-manager's --federated-resource-quota-sync-period; 0 keeps its default.
@@ -100,11 +129,18 @@ type ConfigResult struct {
 	// Round counts from 1.
 	Round     int
 	Workloads []*WorkloadResult
+	// NotRun are the workloads of the run this configuration does not run, and why (NotRunBy).
+	NotRun []NotRun
 	// Settling says how long the statuses took to become exact after the last workload, and whether they did
 	// within the timeout.
 	Settling audit.Settling
 	// Err is why the configuration could not be measured, if it could not.
 	Err error
+}
+
+// NotRun is a workload a configuration does not run.
+type NotRun struct {
+	Workload, Why string
 }
 
 // WorkloadResult is one workload under one configuration.
@@ -117,6 +153,10 @@ type WorkloadResult struct {
 	// CPU is the cores each process used during the timed writes, by role.
 	CPU      map[string]float64
 	Evidence []Evidence
+	// LedgerWrites counts the writes (POST and PUT, 409 Conflicts included) of karmada-quota's ledgers, of namespace
+	// quotas and of business quotas, that the apiserver served during the timed writes: from its metrics. Zero for
+	// the other configurations.
+	LedgerWrites float64
 }
 
 // OpsPerSecond is placement writes completed per second of the timed phase, whatever their outcome.
@@ -141,6 +181,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(opts.Configs) == 0 {
 		opts.Configs = AllConfigs
 	}
+	if len(opts.Workloads) == 0 {
+		opts.Workloads = AllWorkloads
+	}
+	for _, w := range opts.Workloads {
+		if !contains(AllWorkloads, w) {
+			return nil, fmt.Errorf("unknown workload %q (want %s)", w, strings.Join(AllWorkloads, ", "))
+		}
+	}
+	// In AllWorkloads' order, whatever the order asked.
+	opts.Workloads = slices.DeleteFunc(slices.Clone(AllWorkloads), func(w string) bool { return !contains(opts.Workloads, w) })
 	logDir := filepath.Join(opts.WorkDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
@@ -161,7 +211,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer reg.Close()
 
 	var webhookBin, controllerBin, allowAllBin string
-	if contains(opts.Configs, ConfigKarmadaQuota) || contains(opts.Configs, ConfigKarmadaQuotaClusterLimits) || contains(opts.Configs, ConfigAllowAll) {
+	if slices.ContainsFunc(opts.Configs, IsKarmadaQuota) || contains(opts.Configs, ConfigAllowAll) {
 		say("building cmd/quota-webhook, cmd/quota-controller and test/bench/cmd/allow-all-webhook")
 		if webhookBin, controllerBin, allowAllBin, err = buildQuotaBinaries(ctx, filepath.Join(opts.WorkDir, "bin")); err != nil {
 			return nil, err
@@ -234,10 +284,10 @@ func newSystem(key string, env systems.Env, opts Options, webhookBin, controller
 		return systems.None{}, nil
 	case ConfigAllowAll:
 		return &systems.AllowAll{Env: env, Bin: allowAllBin}, nil
-	case ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits:
+	case ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits, ConfigKarmadaQuotaBusiness:
 		return &systems.KarmadaQuota{Env: env, WebhookBin: webhookBin, ControllerBin: controllerBin,
 			ExtraWebhookArgs: opts.QuotaWebhookArgs, ExtraControllerArgs: opts.QuotaControllerArgs,
-			LimitMembers: key == ConfigKarmadaQuotaClusterLimits}, nil
+			LimitMembers: key == ConfigKarmadaQuotaClusterLimits, Business: key == ConfigKarmadaQuotaBusiness}, nil
 	case ConfigFRQ:
 		return &systems.FRQ{Env: env, Bin: opts.KarmadaBin, SyncPeriod: opts.FRQSyncPeriod, ExtraWebhookArgs: opts.FRQWebhookArgs}, nil
 	case ConfigFRQRaised:
@@ -280,10 +330,22 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 		res.Err = fmt.Errorf("the quota controller never wrote the warm-up quota's status: %w", err)
 		return res
 	}
-	workloads := []workload.Workload{
-		workload.NewHot(cp.Client, quotas, prefix, opts.Workload),
-		workload.NewSpread(cp.Client, quotas, prefix, opts.Workload),
-		workload.NewStorm(cp.Client, quotas, prefix, opts.Workload),
+	var workloads []workload.Workload
+	for _, name := range opts.Workloads {
+		var w workload.Workload
+		switch name {
+		case WorkloadHot:
+			w = workload.NewHot(cp.Client, quotas, prefix, opts.Workload)
+		case WorkloadSpread:
+			w = workload.NewSpread(cp.Client, quotas, prefix, opts.Workload)
+		case WorkloadStorm:
+			w = workload.NewStorm(cp.Client, quotas, prefix, opts.Workload)
+		}
+		if why := NotRunBy(key, name); why != "" {
+			res.NotRun = append(res.NotRun, NotRun{Workload: w.Name(), Why: why})
+			continue
+		}
+		workloads = append(workloads, w)
 	}
 	var all []string
 	for _, w := range workloads {
@@ -308,6 +370,7 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 			return res
 		}
 		wr := &WorkloadResult{Name: w.Name(), Summary: summary, Wall: wall, CPU: cpuCores(before, after, wall), Evidence: evidence(key, before, after, wall)}
+		wr.LedgerWrites = ledgerWrites(before, after)
 		if lists != nil {
 			wr.Evidence = append(wr.Evidence, *lists)
 		}
@@ -343,10 +406,18 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 // are filled, before anything is measured: in namespace prefix-warmup, a placement past the quota must be refused
 // (the apiserver picks up a new webhook configuration asynchronously) and one within it admitted. Where the quota
 // limits member clusters, the refusal must name each cluster and the group as well: the webhook checks them, and
-// reads the clusters' labels. Without a quota system a placement is simply written.
+// reads the clusters' labels. Where quotas are shared (business quotas), the warm-up quota is a business quota over
+// the warm-up namespace, and the refusal must name it. Without a quota system a placement is simply written.
 func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix string) error {
 	ns := prefix + "-warmup"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	// Where quotas are shared, the warm-up's is shared too, by its one namespace: its webhook must then have
+	// read the namespace's labels and the business quota selecting it.
+	shared, shares := workload.Shares(sys)
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if shares {
+		namespace.Labels = shared.SharedLabels(ns)
+	}
+	if err := c.Create(ctx, namespace); err != nil {
 		return err
 	}
 	rb := &workv1alpha2.ResourceBinding{
@@ -361,7 +432,12 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix str
 	}
 	if sys.Enforcing() {
 		// 2 replicas, 1 on each member cluster.
-		if err := sys.CreateQuota(ctx, ns, workload.LimitsOf(2*workload.ReplicaCPU.MilliValue(), workload.ReplicaCPU.MilliValue())); err != nil {
+		limits := workload.LimitsOf(2*workload.ReplicaCPU.MilliValue(), workload.ReplicaCPU.MilliValue())
+		create := func() error { return sys.CreateQuota(ctx, ns, limits) }
+		if shares {
+			create = func() error { return shared.CreateSharedQuota(ctx, ns, []string{ns}, limits) }
+		}
+		if err := create(); err != nil {
 			return err
 		}
 	}
@@ -394,6 +470,9 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix str
 	})
 	if err != nil {
 		return fmt.Errorf("the webhook never refused a placement past the quota (last answer: %v)", last)
+	}
+	if shares && !strings.Contains(last.Error(), "exceeded business quota: "+ns) {
+		return fmt.Errorf("the webhook's refusal of a placement past the business quota does not name it: %v", last)
 	}
 	if k, ok := sys.(*systems.KarmadaQuota); ok && k.LimitMembers {
 		for _, where := range append(slices.Clone(workload.Clusters), "group "+systems.ClusterGroupName) {

@@ -116,6 +116,12 @@ func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "karmadaquotaledgers", "subresource": ""}); n > 0 {
 		out = append(out, Evidence{"apiserver: mean PUT karmadaquotaledgers", ms(m)})
 	}
+	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "karmadabusinessquotas", "subresource": "status"}); n > 0 {
+		out = append(out, Evidence{"apiserver: mean PUT karmadabusinessquotas/status", ms(m)})
+	}
+	if m, n := promtext.Mean(ab, aa, "apiserver_request_duration_seconds", map[string]string{"verb": "PUT", "resource": "karmadabusinessquotaledgers", "subresource": ""}); n > 0 {
+		out = append(out, Evidence{"apiserver: mean PUT karmadabusinessquotaledgers", ms(m)})
+	}
 	if rates := requestRates(ab, aa, wall); rates != "" {
 		out = append(out, Evidence{"apiserver: requests/s", rates})
 	}
@@ -123,6 +129,7 @@ func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 		ConfigAllowAll:                  "resourcebinding.quota.karmada.io",
 		ConfigKarmadaQuota:              "resourcebinding.quota.karmada.io",
 		ConfigKarmadaQuotaClusterLimits: "resourcebinding.quota.karmada.io",
+		ConfigKarmadaQuotaBusiness:      "resourcebinding.quota.karmada.io",
 		ConfigFRQ:                       "resourcebinding.karmada.io",
 		ConfigFRQRaised:                 "resourcebinding.karmada.io",
 	}[key]
@@ -133,7 +140,7 @@ func evidence(key string, before, after snap, wall time.Duration) []Evidence {
 	}
 	wb, wa := before.metrics[RoleWebhook], after.metrics[RoleWebhook]
 	switch key {
-	case ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits:
+	case ConfigKarmadaQuota, ConfigKarmadaQuotaClusterLimits, ConfigKarmadaQuotaBusiness:
 		if m, n := promtext.Mean(wb, wa, "karmada_quota_admission_duration_seconds", map[string]string{"kind": "ResourceBinding", "operation": "UPDATE"}); n > 0 {
 			out = append(out, Evidence{"webhook: mean decision (UPDATE)", ms(m)})
 		}
@@ -239,7 +246,30 @@ var rated = []struct{ verb, resource, subresource string }{
 	{"GET", "karmadaquotaledgers", ""},
 	{"POST", "karmadaquotaledgers", ""},
 	{"PUT", "karmadaquotaledgers", ""},
+	{"GET", "karmadabusinessquotas", ""},
+	{"PUT", "karmadabusinessquotas", "status"},
+	{"GET", "karmadabusinessquotaledgers", ""},
+	{"POST", "karmadabusinessquotaledgers", ""},
+	{"PUT", "karmadabusinessquotaledgers", ""},
+	{"PUT", "appliedbusinessquotas", ""},
 	{"PUT", "federatedresourcequotas", "status"},
+}
+
+// ledgerResources are karmada-quota's ledgers: a KarmadaQuota's and a KarmadaBusinessQuota's.
+var ledgerResources = []string{"karmadaquotaledgers", "karmadabusinessquotaledgers"}
+
+// ledgerWrites counts the writes of ledgers, of both kinds, that the apiserver served during the phase: creates and
+// updates, each compare-and-swap admission makes and the controller's, those refused with 409 Conflict included
+// (requestRates shows their share).
+func ledgerWrites(before, after snap) float64 {
+	ab, aa := before.metrics[RoleAPIServer], after.metrics[RoleAPIServer]
+	writes := 0.0
+	for _, resource := range ledgerResources {
+		for _, verb := range []string{"POST", "PUT"} {
+			writes += promtext.Delta(ab, aa, "apiserver_request_total", map[string]string{"verb": verb, "resource": resource, "subresource": ""})
+		}
+	}
+	return writes
 }
 
 // requestRates renders the rate of each rated request during the phase, with the share the apiserver refused

@@ -48,6 +48,30 @@ type MemberLimit struct {
 	Hard, Used resources.List
 }
 
+// ErrNoQuota is what Status says of a namespace without a quota of its own, where the configuration governs the
+// namespace by a quota shared with others (SharedQuotas) instead.
+var ErrNoQuota = errors.New("the namespace has no quota of its own")
+
+// SharedQuotas is a configuration whose quotas may govern several namespaces together: karmada-quota's business
+// quotas.
+type SharedQuotas interface {
+	// SharedStatuses reads every shared quota that governs one of namespaces at least.
+	SharedStatuses(ctx context.Context, namespaces []string) ([]SharedStatus, error)
+}
+
+// SharedStatus is what a quota shared by several namespaces says about itself: its totals over them as Status, and
+// what it says each uses.
+type SharedStatus struct {
+	// Name is the quota's.
+	Name string
+	Status
+	// Namespaces are all the namespaces the quota governs now (its selector's choice, read from the apiserver),
+	// sorted; not only those audited.
+	Namespaces []string
+	// NamespaceUsed is what the status says each namespace uses: the namespaces it lists.
+	NamespaceUsed map[string]resources.List
+}
+
 // System is one configuration under test.
 type System interface {
 	// Name is the configuration's row label.

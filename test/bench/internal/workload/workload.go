@@ -36,6 +36,24 @@ type QuotaSystem interface {
 	CreateQuota(ctx context.Context, ns string, limits Limits) error
 }
 
+// SharedQuotaSystem is a quota system that can put a workload's namespaces under one quota together instead of one
+// each: karmada-quota's business quotas (KarmadaBusinessQuota), which choose their namespaces by label.
+type SharedQuotaSystem interface {
+	QuotaSystem
+	// SharesQuotas says whether a workload's namespaces share one quota, instead of one quota each.
+	SharesQuotas() bool
+	// SharedLabels are the labels that put a namespace under the shared quota named group.
+	SharedLabels(group string) map[string]string
+	// CreateSharedQuota creates the quota named group over namespaces, which carry SharedLabels(group) already.
+	CreateSharedQuota(ctx context.Context, group string, namespaces []string, limits Limits) error
+}
+
+// Shares says whether quotas, which may be nil, put a workload's namespaces under one quota together.
+func Shares(quotas QuotaSystem) (SharedQuotaSystem, bool) {
+	shared, ok := quotas.(SharedQuotaSystem)
+	return shared, ok && shared.SharesQuotas()
+}
+
 // Limits are what one namespace's quota allows. Hard is the namespace-wide limit every configuration sets.
 // PerCluster is the most the workload's placements put on one member cluster while the namespace stays within
 // Hard: a configuration that limits member clusters sets it on each of Clusters, and Hard on a group of them all,
@@ -48,6 +66,24 @@ type Limits struct {
 // LimitsOf are the limits for cpuMilli of CPU in the namespace and perClusterMilli on each member cluster.
 func LimitsOf(cpuMilli, perClusterMilli int64) Limits {
 	return Limits{Hard: Hard(cpuMilli), PerCluster: Hard(perClusterMilli)}
+}
+
+// Times is what n namespaces with these limits each allow together: what a quota shared by them allows, so that
+// it admits as many writes as their quotas would, one each.
+func (l Limits) Times(n int) Limits {
+	times := func(list corev1.ResourceList) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for name, q := range list {
+			switch name {
+			case corev1.ResourceCPU:
+				out[name] = *resource.NewMilliQuantity(q.MilliValue()*int64(n), q.Format)
+			default:
+				out[name] = *resource.NewQuantity(q.Value()*int64(n), q.Format)
+			}
+		}
+		return out
+	}
+	return Limits{Hard: times(l.Hard), PerCluster: times(l.PerCluster)}
 }
 
 // Workload is one measured scenario. Prepare builds its namespaces, quotas and bindings (not timed); Run makes the
@@ -74,20 +110,35 @@ type base struct {
 	quotas     QuotaSystem
 	opts       Options
 	namespaces []string
+	// group names the quota the namespaces share where the quota system shares one (prefix-workload): unique in
+	// the run, since a shared quota is cluster-scoped.
+	group string
 }
 
 func (b *base) Namespaces() []string { return b.namespaces }
 
-// setup creates the namespaces and, when there is a quota system, one quota each.
+// setup creates the namespaces and, when there is a quota system, one quota each with limits; or, where the quota
+// system shares quotas, the namespaces labelled into one quota over them all that allows what theirs would
+// together.
 func (b *base) setup(ctx context.Context, limits Limits) error {
+	shared, shares := Shares(b.quotas)
 	for _, ns := range b.namespaces {
-		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if shares {
+			namespace.Labels = shared.SharedLabels(b.group)
+		}
+		if err := b.c.Create(ctx, namespace); err != nil {
 			return err
 		}
-		if b.quotas != nil {
+		if b.quotas != nil && !shares {
 			if err := b.quotas.CreateQuota(ctx, ns, limits); err != nil {
 				return fmt.Errorf("creating the quota of %s: %w", ns, err)
 			}
+		}
+	}
+	if shares {
+		if err := shared.CreateSharedQuota(ctx, b.group, b.namespaces, limits.Times(len(b.namespaces))); err != nil {
+			return fmt.Errorf("creating the quota %s shared by %d namespaces: %w", b.group, len(b.namespaces), err)
 		}
 	}
 	return nil
@@ -126,7 +177,7 @@ type Hot struct {
 
 // NewHot returns the hot-quota workload in namespace prefix-hot.
 func NewHot(c client.Client, quotas QuotaSystem, prefix string, o Options) *Hot {
-	return &Hot{base: base{c: c, quotas: quotas, opts: o, namespaces: []string{prefix + "-hot"}}}
+	return &Hot{base: base{c: c, quotas: quotas, opts: o, namespaces: []string{prefix + "-hot"}, group: prefix + "-hot"}}
 }
 
 // Name implements Workload.
@@ -156,7 +207,7 @@ type Spread struct {
 
 // NewSpread returns the spread workload in namespaces prefix-spread-NN.
 func NewSpread(c client.Client, quotas QuotaSystem, prefix string, o Options) *Spread {
-	s := &Spread{base: base{c: c, quotas: quotas, opts: o}}
+	s := &Spread{base: base{c: c, quotas: quotas, opts: o, group: prefix + "-spread"}}
 	for i := 0; i < o.SpreadNamespaces; i++ {
 		s.namespaces = append(s.namespaces, fmt.Sprintf("%s-spread-%02d", prefix, i))
 	}
@@ -195,7 +246,7 @@ type Storm struct {
 
 // NewStorm returns the scale-storm workload in namespaces prefix-storm-N.
 func NewStorm(c client.Client, quotas QuotaSystem, prefix string, o Options) *Storm {
-	s := &Storm{base: base{c: c, quotas: quotas, opts: o}}
+	s := &Storm{base: base{c: c, quotas: quotas, opts: o, group: prefix + "-storm"}}
 	for i := 0; i < o.StormNamespaces; i++ {
 		s.namespaces = append(s.namespaces, fmt.Sprintf("%s-storm-%d", prefix, i))
 	}
