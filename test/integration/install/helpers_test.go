@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -154,24 +155,39 @@ func cleanKarmadaPlaneAfterwards() {
 		var crds apiextensionsv1.CustomResourceDefinitionList
 		Expect(c.List(ctx, &crds)).To(Succeed())
 		objects := []client.Object{vwc}
+		var live []*apiextensionsv1.CustomResourceDefinition
 		for i := range crds.Items {
 			crd := &crds.Items[i]
 			if crd.Spec.Group != quotav1alpha1.GroupVersion.Group {
 				continue
 			}
 			objects = append(objects, crd)
-			if crd.DeletionTimestamp != nil {
-				continue // the spec deleted it (uninstall.removeCRD); its objects are no longer served
+			if crd.DeletionTimestamp == nil { // else the spec deleted it (uninstall.removeCRD): its objects are no longer served
+				live = append(live, crd)
 			}
-			// A CRD deleted while the apiserver's cache of its objects is still initializing, seconds after it was
-			// created, stays Terminating for minutes: the CRD finalizer cannot list its objects ("storage is
-			// (re)initializing") and backs off further at each attempt. A list served from that cache
-			// (resourceVersion 0) succeeds once it is ready.
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
-			Eventually(func() error {
-				return c.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
-			}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the cache of %s's objects", crd.Name)
+		}
+		// A CRD deleted while the apiserver's cache of its objects is still initializing, seconds after it was created,
+		// stays Terminating for minutes: the CRD finalizer cannot list its objects ("storage is (re)initializing") and
+		// backs off further at each attempt. A list served from that cache (resourceVersion 0) succeeds once it is
+		// ready; the caches initialize together, so they are waited for together.
+		ready := map[string]bool{}
+		Eventually(func() error {
+			var errs []error
+			for _, crd := range live {
+				if ready[crd.Name] {
+					continue
+				}
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
+				if err := c.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", crd.Name, err))
+					continue
+				}
+				ready[crd.Name] = true
+			}
+			return errors.Join(errs...)
+		}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the caches of the CRDs' objects")
+		for _, crd := range live {
 			Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
 		}
 		// The apiserver's CRD finalizer deletes a CRD's objects, then polls every 5 s, for up to a minute, until its
