@@ -313,3 +313,32 @@ func TestBusinessQuotaSpecChangeFencesItsLedger(t *testing.T) {
 		t.Errorf("ledger fenced at generation %d, want 2", got)
 	}
 }
+
+// TestAdmitUnderTwoBusinessQuotas: a namespace selected by two business quotas (its team's and its department's)
+// places only what fits both, all or nothing, and each is charged once.
+func TestAdmitUnderTwoBusinessQuotas(t *testing.T) {
+	department := utiltesting.BusinessQuota("retail", list("cpu", "3"))
+	department.Spec.NamespaceSelector = metav1.LabelSelector{MatchLabels: map[string]string{"department": "retail"}}
+	c := newClient(nil,
+		utiltesting.BusinessQuota("shop", list("cpu", "10")),
+		department,
+		utiltesting.Namespace("shop-dev", map[string]string{"business": "shop", "department": "retail"}),
+	)
+	a := newBusinessAdmitter(c)
+	admit := func(name string, replicas int32) error {
+		rb := utiltesting.MakeBinding("shop-dev", name).Requests(list("cpu", "1")).Cluster("member1", replicas).Obj()
+		return a.Admit(context.Background(), businessRequest(t, a, request(t, rb, nil)))
+	}
+	if err := admit("web", 2); err != nil {
+		t.Fatalf("2 CPU under both: %v", err)
+	}
+	checkError(t, &wantError{Code: 403, Reason: ReasonQuotaExceeded, Messages: []string{
+		"exceeded business quota: retail, cpu: requested 2, used 0, reserved 2, hard 3",
+	}}, admit("api", 2))
+	for name, want := range map[string]int{"shop": 1, "retail": 1} {
+		l := businessLedger(t, c, name)
+		if l == nil || len(l.Reservations) != want {
+			t.Errorf("business quota %s: ledger %+v, want %d reservation (the refused write reserves nothing)", name, l, want)
+		}
+	}
+}
