@@ -166,10 +166,7 @@ type conflictError struct {
 }
 
 func (e conflictError) Error() string {
-	if e.quota.Namespace == "" {
-		return fmt.Sprintf("business quota %s changed since it was read", e.quota.Name)
-	}
-	return fmt.Sprintf("quota %s changed since it was read", e.quota.Name)
+	return fmt.Sprintf("%s %s changed since it was read", quota.Noun(quotaio.Business(e.quota)), e.quota.Name)
 }
 
 // answer answers every request of a batch: it decides and writes (decideAndWrite), again on a newer read after
@@ -313,7 +310,7 @@ type book struct {
 
 // governs reports whether the book's quota limits writes in namespace.
 func (b book) governs(namespace string) bool {
-	if b.quota.Namespace != "" {
+	if !b.quota.IsBusiness() {
 		return b.quota.Namespace == namespace
 	}
 	return slices.Contains(b.selects, namespace)
@@ -333,7 +330,7 @@ func withoutBroken(ledgers []*quota.Ledger, books []book) ([]*quota.Ledger, []bo
 
 // quotaResource is the resource a quota read as a KarmadaQuota is, for errors.
 func quotaResource(q *quotav1alpha1.KarmadaQuota) schema.GroupResource {
-	if q.Namespace == "" {
+	if q.IsBusiness() {
 		return quotav1alpha1.GroupVersion.WithResource("karmadabusinessquotas").GroupResource()
 	}
 	return quotav1alpha1.GroupVersion.WithResource("karmadaquotas").GroupResource()

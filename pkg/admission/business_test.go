@@ -236,34 +236,6 @@ func TestAdmitBusinessQuotaConcurrent(t *testing.T) {
 	}
 }
 
-// TestBusinessQuotaSelectsByLabels: the namespaces a business quota selects are those its selector matches now; a
-// namespace the informer does not know yet is read from the apiserver.
-func TestBusinessQuotaSelectsByLabels(t *testing.T) {
-	informer := newClient(nil,
-		utiltesting.BusinessQuota("shop", list("cpu", "2")),
-		utiltesting.BusinessQuota("bank", list("cpu", "2")),
-		utiltesting.Namespace("shop-dev", map[string]string{"business": "shop"}),
-		utiltesting.Namespace("plain", map[string]string{"team": "x"}),
-	)
-	api := newClient(nil, utiltesting.Namespace("shop-new", map[string]string{"business": "shop"}))
-	sel := newBusinessSelection(informer, api)
-	for ns, want := range map[string][]string{
-		"shop-dev": {"shop"}, "plain": nil, "shop-new": {"shop"}, "gone": nil,
-	} {
-		got, err := sel.selecting(context.Background(), ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, q := range got {
-			names = append(names, q.Name)
-		}
-		if diff := cmp.Diff(want, names); diff != "" {
-			t.Errorf("%s: business quotas (-want +got):\n%s", ns, diff)
-		}
-	}
-}
-
 // TestValidateBusinessQuota: an empty namespace selector is refused with a message saying why; the rest of the spec
 // is validated as a KarmadaQuota's.
 func TestValidateBusinessQuota(t *testing.T) {

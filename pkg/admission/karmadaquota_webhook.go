@@ -55,12 +55,8 @@ func fenceNewSpec(ctx context.Context, reader client.Reader, writer client.Write
 		return nil
 	}
 	if err := fence(ctx, reader, writer, q); err != nil {
-		kind := "quota"
-		if q.Namespace == "" {
-			kind = "business quota"
-		}
 		return apierrors.NewInternalError(fmt.Errorf("the admissions of %s %s could not be fenced for its new "+
-			"spec, so the change is refused (try again): %w", kind, q.Name, err))
+			"spec, so the change is refused (try again): %w", quota.Noun(q.IsBusiness()), q.Name, err))
 	}
 	return nil
 }

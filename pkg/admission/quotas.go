@@ -12,6 +12,7 @@ import (
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/apis/quota/validation"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 )
 
 // QuotaReader reads the quotas that govern a namespace, and their ledgers, from the webhook's informers, the one
@@ -23,7 +24,7 @@ type QuotaReader struct {
 	// synced reports whether the informer behind cache has synced; nil: cache is always current.
 	synced func() bool
 	// business tells the business quotas selecting a namespace; nil knows of none (tests of namespaces' quotas).
-	business *businessSelection
+	business *quotaio.BusinessSelection
 }
 
 // NewQuotaReader returns a QuotaReader over cache, an informer-backed reader; synced reports whether the informers
@@ -36,7 +37,7 @@ func NewQuotaReader(cache client.Reader, synced func() bool) *QuotaReader {
 // informers must watch KarmadaBusinessQuotas, their ledgers and namespaces' metadata (NamespaceMetadata); a
 // namespace the informer does not know yet is read with apiReader.
 func (r *QuotaReader) WithBusinessQuotas(apiReader client.Reader) *QuotaReader {
-	r.business = newBusinessSelection(r.cache, apiReader)
+	r.business = quotaio.NewBusinessSelection(r.cache, apiReader)
 	return r
 }
 
@@ -55,9 +56,12 @@ func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, erro
 	if err := r.cache.List(ctx, &q.list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quotas: %w", err)
 	}
-	business, err := r.business.selecting(ctx, namespace)
-	if err != nil {
-		return nil, err
+	var business []*quotav1alpha1.KarmadaBusinessQuota
+	if r.business != nil {
+		var err error
+		if business, err = r.business.Selecting(ctx, namespace); err != nil {
+			return nil, err
+		}
 	}
 	q.items = make([]*quotav1alpha1.KarmadaQuota, 0, len(q.list.Items)+len(business))
 	for i := range q.list.Items {
@@ -193,6 +197,18 @@ func (r *QuotaReader) LedgersWith(labelsOf quota.ClusterLabels) func(ctx context
 		}
 		return ledgers, nil
 	}
+}
+
+// queueOf is the queue a write in namespace is decided in: its namespace's own, or, where business quotas select
+// the namespace, the first of them's, so that the writes of the namespaces sharing a business quota are batched
+// into one write of its ledger. Namespaces selected by different sets of business quotas may still share one of
+// them from different queues: their batches then race on its ledger, and the compare-and-swap keeps them exact.
+func queueOf(namespace string, business []*quotav1alpha1.KarmadaBusinessQuota) string {
+	if len(business) == 0 {
+		return namespace
+	}
+	// A namespace's name has no "/", so no namespace queue takes this name.
+	return "business/" + business[0].Name
 }
 
 // quotasNotListed is the refusal of a write whose namespace's quotas could not be read.

@@ -28,6 +28,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
@@ -120,7 +121,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("watching KarmadaBusinessQuotaLedgers: %w", err)
 	}
-	namespaceInformer, err := mgr.GetCache().GetInformer(ctx, NamespaceMetadata())
+	namespaceInformer, err := mgr.GetCache().GetInformer(ctx, quotaio.NamespaceMetadata())
 	if err != nil {
 		return fmt.Errorf("watching Namespaces: %w", err)
 	}

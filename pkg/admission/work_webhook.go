@@ -384,11 +384,7 @@ func unboundedUnder(ledgers []*quota.Ledger, workloads []manifest, asks []usage.
 	var found []string
 	for _, l := range ledgers {
 		if l.LimitsCompute(usage.Usage{Placed: asks}) {
-			kind := "quota"
-			if l.Business() {
-				kind = "business quota"
-			}
-			found = append(found, fmt.Sprintf("%s %s limits what it runs: %s", kind, l.Name, strings.Join(reasons, "; ")))
+			found = append(found, fmt.Sprintf("%s %s limits what it runs: %s", quota.Noun(l.Business()), l.Name, strings.Join(reasons, "; ")))
 		}
 	}
 	return found

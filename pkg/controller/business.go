@@ -9,10 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -52,14 +49,6 @@ type invalidSelector struct{ err error }
 
 func (e invalidSelector) Error() string { return "the quota is invalid: " + e.err.Error() }
 
-// namespaceMetadata is how the controller watches namespaces: their metadata only, for the labels business quotas
-// select them by.
-func namespaceMetadata() *metav1.PartialObjectMetadata {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	return ns
-}
-
 // governed returns the namespaces the quota counts, sorted: its own, or those a business quota's selector chooses
 // now; it tells a business quota's ledger which they are (its reservations of the others settle: they are no
 // longer charged here).
@@ -88,40 +77,15 @@ func (r *QuotaReconciler) governed(ctx context.Context, s subject, ledger *quota
 	return namespaces, nil
 }
 
-// businessStatus is a business quota's status: the totals (status), how many namespaces it selects, and what each
-// uses.
-func businessStatus(status *quotav1alpha1.KarmadaQuotaStatus, namespaces []string, ledger *quota.Ledger, tally quota.Tally) *quotav1alpha1.KarmadaBusinessQuotaStatus {
-	out := &quotav1alpha1.KarmadaBusinessQuotaStatus{KarmadaQuotaStatus: *status, NamespaceCount: int32(len(namespaces))}
-	for _, namespace := range namespaces {
-		// Every limited resource, zero where unused, as status.used lists them.
-		out.Namespaces = append(out.Namespaces, quotav1alpha1.NamespaceUsage{Name: namespace, Used: ledger.RenderAll(tally.Namespaces[namespace])})
+// namespaceParts is what each namespace a business quota selects uses of it, every limited resource listed (zero
+// where unused, as status.used lists them), in the order of namespaces: its status.namespaces, and what the
+// metrics export per namespace. A namespace that left the business is not among them.
+func namespaceParts(namespaces []string, ledger *quota.Ledger, tally quota.Tally) []quotav1alpha1.NamespaceUsage {
+	parts := make([]quotav1alpha1.NamespaceUsage, len(namespaces))
+	for i, namespace := range namespaces {
+		parts[i] = quotav1alpha1.NamespaceUsage{Name: namespace, Used: ledger.RenderAll(tally.Namespaces[namespace])}
 	}
-	return out
-}
-
-// businessQuotasSelecting lists the business quotas whose selector chooses namespace, as requests.
-func businessQuotasSelecting(ctx context.Context, c client.Reader, namespace string) []reconcile.Request {
-	var all quotav1alpha1.KarmadaBusinessQuotaList
-	if err := c.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing business quotas for an event", "namespace", namespace)
-		return nil
-	}
-	if len(all.Items) == 0 {
-		return nil
-	}
-	ns := namespaceMetadata()
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		// A namespace gone: the business quotas that selected it recount when its deletion is seen.
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range all.Items {
-		sel, err := validation.NamespaceSelector(&all.Items[i].Spec)
-		if err == nil && sel.Matches(labels.Set(ns.GetLabels())) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&all.Items[i])})
-		}
-	}
-	return out
+	return parts
 }
 
 // everyBusinessQuota maps an event to every business quota: a namespace created, deleted or relabelled may join or
@@ -164,37 +128,6 @@ const appliedLabel = "quota.karmada.io/business-quota"
 // counts at most this late; admission never reads them.
 const DefaultViewInterval = 10 * time.Second
 
-// viewPacer spaces the writes of a business quota's views that only move counts.
-type viewPacer struct {
-	interval time.Duration
-	last     *lastTimes
-}
-
-func newViewPacer(interval time.Duration, now func() time.Time) *viewPacer {
-	return &viewPacer{interval: interval, last: newLastTimes(now)}
-}
-
-// wait is how long views of key that only move counts must wait; 0 when they may be written (a nil pacer never
-// waits).
-func (p *viewPacer) wait(key types.NamespacedName) time.Duration {
-	if p == nil || p.interval == 0 {
-		return 0
-	}
-	return p.last.untilPast(key, p.interval)
-}
-
-func (p *viewPacer) wrote(key types.NamespacedName) {
-	if p != nil {
-		p.last.mark(key)
-	}
-}
-
-func (p *viewPacer) forget(key types.NamespacedName) {
-	if p != nil {
-		p.last.forget(key)
-	}
-}
-
 // applyViews keeps an AppliedBusinessQuota of b in each of namespaces, with the business's totals and that
 // namespace's part, and removes those of namespaces b no longer selects. It writes only what differs from the
 // cache's copy, so that a recount that changed nothing writes nothing. A view that only moves counts waits for the
@@ -222,7 +155,7 @@ func (r *QuotaReconciler) applyViews(ctx context.Context, b *quotav1alpha1.Karma
 		used[n.Name] = n.Used
 	}
 	key := client.ObjectKeyFromObject(b)
-	wait := r.views.wait(key)
+	wait := r.views.waitCounts(key, true)
 	wrote, held := false, false
 	for _, namespace := range namespaces {
 		want := viewOf(b, namespace, used[namespace])
@@ -263,16 +196,9 @@ func viewCountsOnly(have, want *quotav1alpha1.AppliedBusinessQuota, b *quotav1al
 		metav1.IsControlledBy(have, b)
 }
 
-// viewOf is the AppliedBusinessQuota of b in namespace, which uses used of it.
-func viewOf(b *quotav1alpha1.KarmadaBusinessQuota, namespace string, used corev1.ResourceList) *quotav1alpha1.AppliedBusinessQuota {
-	namespaceUsed := corev1.ResourceList{}
-	for name := range b.Spec.Hard {
-		if v, ok := used[name]; ok {
-			namespaceUsed[name] = v
-		} else {
-			namespaceUsed[name] = *resource.NewQuantity(0, resource.DecimalSI)
-		}
-	}
+// viewOf is the AppliedBusinessQuota of b in namespace, which uses namespaceUsed of it (its part in b's status,
+// every limited resource listed: namespaceParts).
+func viewOf(b *quotav1alpha1.KarmadaBusinessQuota, namespace string, namespaceUsed corev1.ResourceList) *quotav1alpha1.AppliedBusinessQuota {
 	return &quotav1alpha1.AppliedBusinessQuota{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: b.Name,

@@ -204,7 +204,7 @@ func TestBusinessViewsPaced(t *testing.T) {
 	bq := utiltesting.BusinessQuota("shop", list("cpu", "10"))
 	dev := utiltesting.MakeBinding("dev", "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	f := newFixture(t, interceptor.Funcs{}, bq, utiltesting.Namespace("dev", map[string]string{"business": "shop"}), dev.Obj())
-	f.reconciler.views = newViewPacer(10*time.Second, f.clock.Now)
+	f.reconciler.views = newStatusPacer(10*time.Second, f.clock.Now)
 	key := ctrl.Request{NamespacedName: types.NamespacedName{Name: "shop"}}
 	view := func(namespace string) *quotav1alpha1.AppliedBusinessQuota {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/usage"
 )
 
@@ -129,6 +130,8 @@ type pacedQuotasOf struct {
 	pacer  *pacer
 	// shrinks notes bindings that shrank on a member (shrinks.go); nil for events of anything but bindings.
 	shrinks *shrinks
+	// business tells the business quotas selecting the namespace, enqueued too; nil enqueues none.
+	business *quotaio.BusinessSelection
 }
 
 var _ handler.EventHandler = pacedQuotasOf{}
@@ -166,7 +169,16 @@ func (h pacedQuotasOf) enqueue(ctx context.Context, obj client.Object, releases 
 
 // enqueueBusiness enqueues, paced as the namespace's own quotas, the business quotas selecting namespace.
 func (h pacedQuotasOf) enqueueBusiness(ctx context.Context, namespace string, releases bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	for _, req := range businessQuotasSelecting(ctx, h.quotas, namespace) {
+	if h.business == nil {
+		return
+	}
+	selecting, err := h.business.Selecting(ctx, namespace)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the business quotas of a binding's namespace", "namespace", namespace)
+		return
+	}
+	for _, b := range selecting {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}
 		pending := 0
 		var ledger quotav1alpha1.KarmadaBusinessQuotaLedger
 		if err := h.quotas.Get(ctx, req.NamespacedName, &ledger, client.UnsafeDisableDeepCopy); err == nil {

@@ -73,9 +73,9 @@ type QuotaReconciler struct {
 	pacer *pacer
 	// statusPacer spaces the status writes that only move counts; nil writes every change at once.
 	statusPacer *statusPacer
-	// views spaces the writes of business quotas' AppliedBusinessQuotas that only move counts; nil writes every
-	// change at once.
-	views *viewPacer
+	// views spaces the writes of business quotas' AppliedBusinessQuotas that only move counts (their interval, with
+	// the status pacer's rule); nil writes every change at once.
+	views *statusPacer
 	// members shows what the member clusters run next to what is charged; nil when they are not read.
 	members *memberView
 	// works holds what the bindings' Works ask their members to run; nil counts bindings alone (tests).
@@ -191,6 +191,11 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		members = r.members.observe(q, ledger, tally.Clusters, now)
 	}
 	status := renderStatus(q, ledger, tally, unclassified, members, joined, now)
+	// A business quota's adds each namespace's part: rendered once, for its status and for the metrics.
+	var parts []quotav1alpha1.NamespaceUsage
+	if s.business != nil {
+		parts = namespaceParts(namespaces, ledger, tally)
+	}
 
 	// A quota without a ledger that reserves nothing gets none: admission decides on its status then
 	// (quota.NewLedger), and the first admission that reserves creates it. A new quota's first recount (a cold
@@ -215,7 +220,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		statusWait = r.statusPacer.wait(key, &q.Status, status)
 	}
 	if statusWait == 0 {
-		wrote, err := r.writeStatus(ctx, s, status, namespaces, ledger, tally)
+		wrote, err := r.writeStatus(ctx, s, status, parts)
 		if err != nil {
 			return failed(err)
 		}
@@ -230,7 +235,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		}
 	}
 	// The metrics show the recount, whether its status is written yet or not.
-	requeue := r.state.record(key, q, status, namespaceParts(s, status, namespaces, ledger, tally), tally.Headroom, tally.MemberRoom, tally.Waiting)
+	requeue := r.state.record(key, q, status, parts, tally.Headroom, tally.MemberRoom, tally.Waiting)
 	r.state.recordUnclassified(key, len(unclassified))
 	if requeue {
 		if err := r.requeuer.requeue(ctx, s.object(), tally.Headroom, tally.MemberRoom, tally.Waiting.Bindings); err != nil {
@@ -303,11 +308,10 @@ func (r *QuotaReconciler) readBindings(ctx context.Context, namespaces []string,
 }
 
 // writeStatus writes status when it differs from the quota's as read, and remembers the write for the next read;
-// a business quota's with its namespaces' part (businessStatus). It reports whether it wrote.
-func (r *QuotaReconciler) writeStatus(ctx context.Context, s subject, status *quotav1alpha1.KarmadaQuotaStatus, namespaces []string,
-	ledger *quota.Ledger, tally quota.Tally) (bool, error) {
+// a business quota's with its namespaces' parts (namespaceParts). It reports whether it wrote.
+func (r *QuotaReconciler) writeStatus(ctx context.Context, s subject, status *quotav1alpha1.KarmadaQuotaStatus, parts []quotav1alpha1.NamespaceUsage) (bool, error) {
 	if b := s.business; b != nil {
-		full := businessStatus(status, namespaces, ledger, tally)
+		full := &quotav1alpha1.KarmadaBusinessQuotaStatus{KarmadaQuotaStatus: *status, NamespaceCount: int32(len(parts)), Namespaces: parts}
 		if equality.Semantic.DeepEqual(b.Status, *full) {
 			return false, nil
 		}
@@ -454,6 +458,10 @@ func (r *QuotaReconciler) markInvalid(ctx context.Context, s subject, cause erro
 	if equality.Semantic.DeepEqual(q.Status, *status) {
 		return nil
 	}
-	q.Status = *status
-	return quotaio.UpdateStatus(ctx, r.client, q, s.business)
+	if s.business == nil {
+		q.Status = *status
+		return r.client.Status().Update(ctx, q)
+	}
+	s.business.Status.KarmadaQuotaStatus = *status
+	return r.client.Status().Update(ctx, s.business)
 }

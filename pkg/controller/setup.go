@@ -28,6 +28,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/members"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 )
 
@@ -162,7 +163,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		writtenLedgers:  lastwrite.NewStore[*quotav1alpha1.KarmadaQuotaLedger](),
 		pacer:           newPacer(opts.SettleInterval, opts.StatusInterval, opts.SettleBacklog, opts.Clock.Now),
 		statusPacer:     newStatusPacer(opts.StatusInterval, opts.Clock.Now),
-		views:           newViewPacer(opts.ViewInterval, opts.Clock.Now),
+		views:           newStatusPacer(opts.ViewInterval, opts.Clock.Now),
 		// What bindings' objects hold on members (claims, load balancers) is read past the cache too.
 		holdings:        interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize),
 		evictionTimeout: opts.EvictionTimeout,
@@ -214,6 +215,8 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		r.members = &memberView{sampler: sampler, grace: opts.MemberGrace, over: map[types.NamespacedName]time.Time{}}
 	}
 
+	// A binding's or a Work's change recounts the business quotas of its namespace too.
+	business := quotaio.NewBusinessSelection(mgr.GetClient(), nil)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
@@ -231,15 +234,15 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		Watches(&quotav1alpha1.KarmadaBusinessQuotaLedger{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted()))).
 		// A namespace labelled into a business brings its usage along; one labelled out, or deleted, takes it away.
-		Watches(namespaceMetadata(), handler.EnqueueRequestsFromMapFunc(everyBusinessQuota(mgr.GetClient())),
+		Watches(quotaio.NamespaceMetadata(), handler.EnqueueRequestsFromMapFunc(everyBusinessQuota(mgr.GetClient())),
 			builder.WithPredicates(namespaceMoved())).
 		// Karmada rewrites binding status constantly; only spec changes (placement, replicas), creates and deletes
 		// change what a binding uses. A wait for quota starting or ending changes only status, and the count of
 		// bindings waiting.
-		Watches(&workv1alpha2.ResourceBinding{}, pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer, shrinks: r.shrinks},
+		Watches(&workv1alpha2.ResourceBinding{}, pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer, shrinks: r.shrinks, business: business},
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, waitChanged()))).
 		WatchesRawSource(source.Channel(resync, &handler.TypedEnqueueRequestForObject[*quotav1alpha1.KarmadaQuota]{})).
-		WatchesRawSource(source.Channel(workChanged, handler.EventHandler(pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer}))).
+		WatchesRawSource(source.Channel(workChanged, handler.EventHandler(pacedQuotasOf{quotas: mgr.GetClient(), pacer: r.pacer, business: business}))).
 		// A cluster joining, leaving or relabelled changes which clusters a quota's limits name are joined, and which
 		// clusters its groups choose.
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(quotasLimitingMembers(mgr.GetClient())),

@@ -113,7 +113,7 @@ func printOf(status *quotav1alpha1.KarmadaQuotaStatus) statusPrint {
 
 // record remembers the status now stored (q's), the status the recount rendered for the metrics (shown: the same,
 // or newer counts whose write the status pacer holds back) with, for a business quota, what each namespace it selects
-// uses (namespaces, namespaceParts; nil for a KarmadaQuota), and the headroom, the room on members and the bindings
+// uses (namespaceParts; nil for a KarmadaQuota), and the headroom, the room on members and the bindings
 // waiting on the quota as the recount found them (quota.Tally; the lists are kept, not copied), and reports whether
 // it is time to requeue waiting bindings: any limited resource gained headroom or room on members since the last
 // record (or this is the first), or a binding is seen waiting that was not at the last record. The second covers a
@@ -149,16 +149,6 @@ func (s *state) record(key types.NamespacedName, q *quotav1alpha1.KarmadaQuota, 
 	s.quotas[key] = &quotaState{uid: q.UID, written: printOf(&q.Status), headroom: headroom, memberRoom: memberRoom, waiting: waitingUIDs,
 		snapshot: snapshot(q, shown, namespaces, waiting)}
 	return requeue
-}
-
-// namespaceParts is what each namespace a business quota selects now uses of it, as its status shows them
-// (businessStatus, status.namespaces[]), for the metrics; nil for a KarmadaQuota. A namespace that left the business
-// is not among them, so the snapshot record builds from them drops it.
-func namespaceParts(s subject, status *quotav1alpha1.KarmadaQuotaStatus, namespaces []string, ledger *quota.Ledger, tally quota.Tally) []quotav1alpha1.NamespaceUsage {
-	if s.business == nil {
-		return nil
-	}
-	return businessStatus(status, namespaces, ledger, tally).Namespaces
 }
 
 func (s *state) forget(key types.NamespacedName) {

@@ -333,16 +333,13 @@ func TestStateSnapshotsBusinessQuota(t *testing.T) {
 	}
 }
 
-// TestNamespaceParts: a KarmadaQuota has no namespace parts; a business quota has one per namespace it selects, as its
-// status renders them (the author's resource names, every limited resource), none of a namespace not selected.
+// TestNamespaceParts: a business quota has one part per namespace it selects, as its status renders them (the
+// author's resource names, every limited resource), none of a namespace not selected; the metrics export them, and
+// a KarmadaQuota, recorded without parts, exports none.
 func TestNamespaceParts(t *testing.T) {
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
-	teamLedger, err := quota.NewLedger(team, nil)
-	if err != nil {
-		t.Fatalf("NewLedger: %v", err)
-	}
-	if got := namespaceParts(subject{quota: team}, &team.Status, []string{ns}, teamLedger, quota.Tally{}); got != nil {
-		t.Errorf("namespaceParts of a KarmadaQuota = %+v, want nil", got)
+	if got := snapshot(team, &team.Status, nil, quota.Waiting{}).Namespaces; got != nil {
+		t.Errorf("namespaces of a KarmadaQuota's snapshot = %+v, want nil", got)
 	}
 
 	bq := utiltesting.BusinessQuota("shop", list("cpu", "10", "pods", "20"))
@@ -357,7 +354,7 @@ func TestNamespaceParts(t *testing.T) {
 	}
 	tally := quota.Tally{Namespaces: map[string]resources.List{"shop-prod": used, "shop-old": used}}
 	q.Status.Hard = list("cpu", "10", "pods", "20")
-	parts := namespaceParts(subject{quota: q, business: bq}, &q.Status, []string{"shop-dev", "shop-prod"}, ledger, tally)
+	parts := namespaceParts([]string{"shop-dev", "shop-prod"}, ledger, tally)
 	var names []string
 	for _, p := range parts {
 		names = append(names, p.Name)

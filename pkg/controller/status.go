@@ -123,7 +123,7 @@ func renderStatus(q *quotav1alpha1.KarmadaQuota, ledger *quota.Ledger, tally quo
 
 // recountedFrom is the Ready condition's message: where the usage was counted.
 func recountedFrom(q *quotav1alpha1.KarmadaQuota) string {
-	if q.Namespace == "" {
+	if q.IsBusiness() {
 		return "Usage recounted from the ResourceBindings of the namespaces the business quota selects"
 	}
 	return "Usage recounted from the namespace's ResourceBindings"

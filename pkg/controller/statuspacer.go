@@ -16,7 +16,8 @@ import (
 const DefaultStatusInterval = 5 * time.Second
 
 // statusPacer spaces the status writes of a quota that only move its counts: used and reserved, federation-wide,
-// per member cluster and per group, and the summary of them. Any other change (a new spec observed, a condition,
+// per member cluster and per group, and the summary of them (and, as QuotaReconciler.views, the writes of a business
+// quota's AppliedBusinessQuotas that only move theirs). Any other change (a new spec observed, a condition,
 // a cluster limit, a group's clusters) is written at once, and so is the first change after a quiet interval. A
 // change held back is written at the end of the interval by the recount it requeues.
 type statusPacer struct {
@@ -31,7 +32,13 @@ func newStatusPacer(interval time.Duration, now func() time.Time) *statusPacer {
 
 // wait is how long the write of rendered over stored, quota key's status, should wait: 0 to write it now.
 func (p *statusPacer) wait(key types.NamespacedName, stored, rendered *quotav1alpha1.KarmadaQuotaStatus) time.Duration {
-	if p == nil || p.interval <= 0 || !countsOnly(stored, rendered) {
+	return p.waitCounts(key, countsOnly(stored, rendered))
+}
+
+// waitCounts is how long a write of key that moves counts only (counts) should wait: 0 to write it now. The pacer
+// of a business quota's views (applyViews) asks it directly.
+func (p *statusPacer) waitCounts(key types.NamespacedName, counts bool) time.Duration {
+	if p == nil || p.interval <= 0 || !counts {
 		return 0
 	}
 	return p.writes.untilPast(key, p.interval)

@@ -50,26 +50,12 @@ func newReader(cfg *rest.Config) (*reader, error) {
 }
 
 func (r *reader) quota(ctx context.Context, namespace, name string) (*quotav1alpha1.KarmadaQuota, error) {
-	c := call{verb: "get", resource: groupResource(quotasResource), kind: "KarmadaQuota", namespace: namespace, name: name}
-	u, err := r.client.Resource(quotasResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, &apiError{call: c, server: r.server, err: err}
-	}
-	var q quotav1alpha1.KarmadaQuota
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
-		return nil, fmt.Errorf("decoding KarmadaQuota %s/%s: %w", namespace, name, err)
-	}
-	return &q, nil
+	return getAs[quotav1alpha1.KarmadaQuota](ctx, r, kindOf{quotasResource, "KarmadaQuota", false}, namespace, name)
 }
 
 // quotas lists the quotas of a namespace, or of all namespaces when namespace is empty.
 func (r *reader) quotas(ctx context.Context, namespace string) ([]quotav1alpha1.KarmadaQuota, error) {
-	c := call{verb: "list", resource: groupResource(quotasResource), kind: "KarmadaQuota", namespace: namespace}
-	list, err := r.client.Resource(quotasResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, &apiError{call: c, server: r.server, err: err}
-	}
-	return decodeAll[quotav1alpha1.KarmadaQuota](list)
+	return listAs[quotav1alpha1.KarmadaQuota](ctx, r, kindOf{quotasResource, "KarmadaQuota", false}, namespace)
 }
 
 // ledgers lists the ledger objects of a namespace's quotas. Someone who may read quotas
@@ -98,12 +84,7 @@ func (r *reader) ledgers(ctx context.Context, namespace string) (report.Ledgers,
 }
 
 func (r *reader) bindings(ctx context.Context, namespace string) ([]workv1alpha2.ResourceBinding, error) {
-	c := call{verb: "list", resource: groupResource(bindingsResource), kind: "ResourceBinding", namespace: namespace}
-	list, err := r.client.Resource(bindingsResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, &apiError{call: c, server: r.server, err: err}
-	}
-	return decodeAll[workv1alpha2.ResourceBinding](list)
+	return listAs[workv1alpha2.ResourceBinding](ctx, r, kindOf{bindingsResource, "ResourceBinding", false}, namespace)
 }
 
 // bindingEvents lists the events recorded on a binding, selected by the apiserver on the involved object (kind,
@@ -138,49 +119,56 @@ func groupResource(gvr schema.GroupVersionResource) string {
 // appliedQuota gets the AppliedBusinessQuota of a namespace named name: the business quota of that name, as the
 // namespace sees it.
 func (r *reader) appliedQuota(ctx context.Context, namespace, name string) (*quotav1alpha1.AppliedBusinessQuota, error) {
-	c := call{verb: "get", resource: groupResource(appliedResource), kind: "AppliedBusinessQuota", namespace: namespace, name: name}
-	u, err := r.client.Resource(appliedResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, &apiError{call: c, server: r.server, err: err}
-	}
-	var a quotav1alpha1.AppliedBusinessQuota
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err != nil {
-		return nil, fmt.Errorf("decoding AppliedBusinessQuota %s/%s: %w", namespace, name, err)
-	}
-	return &a, nil
+	return getAs[quotav1alpha1.AppliedBusinessQuota](ctx, r, kindOf{appliedResource, "AppliedBusinessQuota", false}, namespace, name)
 }
 
 // appliedQuotas lists the AppliedBusinessQuotas of a namespace, or of all namespaces when namespace is empty: the
 // business quotas that apply there.
 func (r *reader) appliedQuotas(ctx context.Context, namespace string) ([]quotav1alpha1.AppliedBusinessQuota, error) {
-	c := call{verb: "list", resource: groupResource(appliedResource), kind: "AppliedBusinessQuota", namespace: namespace}
-	list, err := r.client.Resource(appliedResource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, &apiError{call: c, server: r.server, err: err}
-	}
-	return decodeAll[quotav1alpha1.AppliedBusinessQuota](list)
+	return listAs[quotav1alpha1.AppliedBusinessQuota](ctx, r, kindOf{appliedResource, "AppliedBusinessQuota", false}, namespace)
 }
 
 func (r *reader) businessQuota(ctx context.Context, name string) (*quotav1alpha1.KarmadaBusinessQuota, error) {
-	c := call{verb: "get", resource: groupResource(businessQuotasResource), kind: kindBusinessQuota, name: name, clusterScoped: true}
-	u, err := r.client.Resource(businessQuotasResource).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, &apiError{call: c, server: r.server, err: err}
-	}
-	var q quotav1alpha1.KarmadaBusinessQuota
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
-		return nil, fmt.Errorf("decoding KarmadaBusinessQuota %s: %w", name, err)
-	}
-	return &q, nil
+	return getAs[quotav1alpha1.KarmadaBusinessQuota](ctx, r, kindOf{businessQuotasResource, kindBusinessQuota, true}, "", name)
 }
 
 func (r *reader) businessQuotas(ctx context.Context) ([]quotav1alpha1.KarmadaBusinessQuota, error) {
-	c := call{verb: "list", resource: groupResource(businessQuotasResource), kind: kindBusinessQuota, clusterScoped: true}
-	list, err := r.client.Resource(businessQuotasResource).List(ctx, metav1.ListOptions{})
+	return listAs[quotav1alpha1.KarmadaBusinessQuota](ctx, r, kindOf{businessQuotasResource, kindBusinessQuota, true}, "")
+}
+
+// kindOf is a resource the reader reads, as its errors name it.
+type kindOf struct {
+	gvr           schema.GroupVersionResource
+	kind          string
+	clusterScoped bool
+}
+
+// getAs gets the object of k at namespace and name ("" for a cluster-scoped one), decoded as T.
+func getAs[T any](ctx context.Context, r *reader, k kindOf, namespace, name string) (*T, error) {
+	c := call{verb: "get", resource: groupResource(k.gvr), kind: k.kind, namespace: namespace, name: name, clusterScoped: k.clusterScoped}
+	u, err := r.client.Resource(k.gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, &apiError{call: c, server: r.server, err: err}
 	}
-	return decodeAll[quotav1alpha1.KarmadaBusinessQuota](list)
+	var out T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
+		if namespace != "" {
+			name = namespace + "/" + name
+		}
+		return nil, fmt.Errorf("decoding %s %s: %w", k.kind, name, err)
+	}
+	return &out, nil
+}
+
+// listAs lists the objects of k in namespace, or in all namespaces (and of a cluster-scoped resource) when it is
+// empty, decoded as T.
+func listAs[T any](ctx context.Context, r *reader, k kindOf, namespace string) ([]T, error) {
+	c := call{verb: "list", resource: groupResource(k.gvr), kind: k.kind, namespace: namespace, clusterScoped: k.clusterScoped}
+	list, err := r.client.Resource(k.gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, &apiError{call: c, server: r.server, err: err}
+	}
+	return decodeAll[T](list)
 }
 
 // businessLedger gets the ledger of business quota name, read as a quota's ledger; nil when it has none yet (no

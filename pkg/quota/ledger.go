@@ -191,7 +191,7 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 // OwnerReferencesPermissionEnforcement.
 func LedgerOwner(q *quotav1alpha1.KarmadaQuota) []metav1.OwnerReference {
 	kind := "KarmadaQuota"
-	if q.Namespace == "" {
+	if q.IsBusiness() {
 		// A business quota read as a KarmadaQuota (quotav1alpha1.AsKarmadaQuota): the garbage collector finds the
 		// owner by its kind, and would delete a ledger whose owner it cannot find.
 		kind = "KarmadaBusinessQuota"
@@ -686,14 +686,18 @@ func (l *Ledger) format(name corev1.ResourceName, v int64) string {
 	return q.String()
 }
 
+// Noun names a quota's kind in messages: a business quota's (a KarmadaBusinessQuota), or a namespace's.
+func Noun(business bool) string {
+	if business {
+		return "business quota"
+	}
+	return "quota"
+}
+
 // Error renders a denial as one message naming the quota and every exceeded resource.
 func (d *Denial) Error() string {
 	var b strings.Builder
-	kind := "quota"
-	if d.Business {
-		kind = "business quota"
-	}
-	fmt.Fprintf(&b, "exceeded %s: %s", kind, d.Quota)
+	fmt.Fprintf(&b, "exceeded %s: %s", Noun(d.Business), d.Quota)
 	for _, e := range d.Exceeded {
 		where := ""
 		if e.Where != "" {

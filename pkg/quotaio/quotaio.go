@@ -70,17 +70,3 @@ func WriteLedger(ctx context.Context, w client.Writer, obj *quotav1alpha1.Karmad
 	}
 	return err
 }
-
-// UpdateStatus writes status into the quota's /status: q's own, or, for a business quota, business's with status as
-// its totals and perNamespace as its namespaces' part. Each object gets the stored one's metadata back.
-func UpdateStatus(ctx context.Context, w client.StatusClient, q *quotav1alpha1.KarmadaQuota, business *quotav1alpha1.KarmadaBusinessQuota) error {
-	if business == nil {
-		return w.Status().Update(ctx, q)
-	}
-	business.Status.KarmadaQuotaStatus = q.Status
-	if err := w.Status().Update(ctx, business); err != nil {
-		return err
-	}
-	q.ObjectMeta = business.ObjectMeta
-	return nil
-}

@@ -113,6 +113,12 @@ func (q *KarmadaBusinessQuota) AsKarmadaQuota() *KarmadaQuota {
 	}
 }
 
+// IsBusiness reports whether q is a KarmadaBusinessQuota read as a KarmadaQuota (AsKarmadaQuota): the only quota
+// without a namespace.
+func (q *KarmadaQuota) IsBusiness() bool {
+	return q.Namespace == ""
+}
+
 // AsKarmadaQuotaLedger is the ledger as admission and the recount read a quota's. It shares the ledger's contents.
 func (l *KarmadaBusinessQuotaLedger) AsKarmadaQuotaLedger() *KarmadaQuotaLedger {
 	return &KarmadaQuotaLedger{ObjectMeta: l.ObjectMeta, LedgerState: l.LedgerState}
