@@ -938,6 +938,43 @@ func TestAdmitCallerGivesUp(t *testing.T) {
 	}
 }
 
+// admitAtOnce has admitters decide requests, round robin, all at once, and returns each one's outcome.
+func admitAtOnce(admitters []*Admitter, requests []Request) []error {
+	start := make(chan struct{})
+	errs := make([]error, len(requests))
+	var wg sync.WaitGroup
+	for i, r := range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = admitters[i%len(admitters)].Admit(context.Background(), r)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// expectOutcomes checks that admitted of errs are admissions and the others QuotaExceeded refusals.
+func expectOutcomes(t *testing.T, errs []error, admitted int) {
+	t.Helper()
+	got, exceeded := 0, 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			got++
+		case apierrors.ReasonForError(err) == ReasonQuotaExceeded && apierrors.IsForbidden(err):
+			exceeded++
+		default:
+			t.Errorf("write %d: unexpected error %v", i, err)
+		}
+	}
+	if diff := cmp.Diff([]int{admitted, len(errs) - admitted}, []int{got, exceeded}); diff != "" {
+		t.Errorf("[admitted, QuotaExceeded] (-want +got):\n%s", diff)
+	}
+}
+
 // TestAdmitConcurrent admits 50 writes of 1 CPU each against 20 CPU, from two webhook replicas sharing one
 // apiserver: exactly 20 fit, whatever the interleaving, and the quota's ledger accounts for exactly them. The
 // replicas race to create the ledger, then to update it.
@@ -965,35 +1002,12 @@ func TestAdmitConcurrent(t *testing.T) {
 	}
 	batches, batched := histogram(t, metrics.AdmissionBatchSize)
 
-	start := make(chan struct{})
-	errs := make([]error, writes)
-	var wg sync.WaitGroup
+	requests := make([]Request, writes)
 	for i := range writes {
-		r := request(t, utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", i)).Requests(list("cpu", "1")).Cluster("member1", 1).Obj(), nil)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = admitters[i%replicas].Admit(context.Background(), r)
-		}()
+		requests[i] = request(t, utiltesting.MakeBinding(ns, fmt.Sprintf("web-%d", i)).Requests(list("cpu", "1")).Cluster("member1", 1).Obj(), nil)
 	}
-	close(start)
-	wg.Wait()
-
-	admitted, exceeded := 0, 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			admitted++
-		case apierrors.ReasonForError(err) == ReasonQuotaExceeded && apierrors.IsForbidden(err):
-			exceeded++
-		default:
-			t.Errorf("write %d: unexpected error %v", i, err)
-		}
-	}
-	if diff := cmp.Diff([]int{hardCPU, writes - hardCPU}, []int{admitted, exceeded}); diff != "" {
-		t.Errorf("[admitted, QuotaExceeded] (-want +got):\n%s", diff)
-	}
+	errs := admitAtOnce(admitters, requests)
+	expectOutcomes(t, errs, hardCPU)
 
 	team := getQuota(t, c, "team")
 	stored := getLedger(t, c, "team")

@@ -176,34 +176,7 @@ func TestAdmitBusinessQuotaConcurrent(t *testing.T) {
 			t.Fatalf("write in %s queued in %q, want the business quota's queue", rb.Namespace, requests[i].Queue)
 		}
 	}
-	start := make(chan struct{})
-	errs := make([]error, writes)
-	var wg sync.WaitGroup
-	for i := range writes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = admitters[i%2].Admit(context.Background(), requests[i])
-		}()
-	}
-	close(start)
-	wg.Wait()
-
-	admitted, exceeded := 0, 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			admitted++
-		case apierrors.ReasonForError(err) == ReasonQuotaExceeded:
-			exceeded++
-		default:
-			t.Errorf("write %d: unexpected error %v", i, err)
-		}
-	}
-	if diff := cmp.Diff([]int{hardCPU, writes - hardCPU}, []int{admitted, exceeded}); diff != "" {
-		t.Errorf("[admitted, QuotaExceeded] (-want +got):\n%s", diff)
-	}
+	expectOutcomes(t, admitAtOnce(admitters, requests), hardCPU)
 	stored := businessLedger(t, c, "shop")
 	if stored == nil {
 		t.Fatal("no ledger")
