@@ -1333,11 +1333,12 @@ func TestAdmitDecidesOnItsOwnWrite(t *testing.T) {
 	if err := a.Admit(context.Background(), request(t, rb, nil)); err != nil {
 		t.Fatalf("Admit after another writer: %v", err)
 	}
-	// The ledger lists reservations sorted by binding name.
-	want = team.Clone().Reservation(rb, 1, list("cpu", "1"), wantExpiry)
+	// The ledger lists reservations in the order they were admitted.
+	want = team.Clone()
 	for _, web := range webs {
 		want.Reservation(web, 1, list("cpu", "1"), wantExpiry)
 	}
+	want.Reservation(rb, 1, list("cpu", "1"), wantExpiry)
 	checkLedger(t, apiserver, want.Obj(), observed)
 	if got := counter(metrics.StatusConflicts.WithLabelValues("webhook")) - conflicts; got != 1 {
 		t.Errorf("ledger write conflicts = %v, want 1", got)

@@ -205,8 +205,14 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		// The ledger first: it settles the reservations and records used in one write, and only then may the
 		// quota's status stop listing reservations an earlier release's webhook wrote there (they are in the
 		// ledger now).
-		if err := r.writeLedger(ctx, q, stored, ledger, tally); err != nil {
+		written, err := r.writeLedger(ctx, q, stored, ledger, tally)
+		if err != nil {
 			return failed(err)
+		}
+		if written != nil {
+			// A settle keeps what admissions reserved since the read (quotaio.SettleLedger): this recount did not
+			// see those, and their bindings' events recount them, or, for a write that never lands, their expiry.
+			tally.UntilExpiry = sooner(tally.UntilExpiry, quota.UntilFirstExpiry(written, now))
 		}
 	}
 	// Settled once the ledger write landed, whatever becomes of the status write: a retry finds nothing to settle.
@@ -358,30 +364,39 @@ func (r *QuotaReconciler) readLedger(ctx context.Context, key types.NamespacedNa
 }
 
 // writeLedger writes what the recount settled into the quota's ledger object, when it changed: the reservations
-// left, and the usage observed. It creates the ledger of a quota without one that holds reservations (those an
-// earlier release's webhook listed in the quota's status), and replaces one a deleted quota of the same name left,
-// so that the webhook decides on the usage this recount observed. The write carries the resourceVersion read: a
-// reservation the webhook added since makes it lose the race, and the retry reads again.
+// left, and the usage observed; it returns the object as stored (nil when it wrote nothing). It creates the ledger
+// of a quota without one that holds reservations (those an earlier release's webhook listed in the quota's status),
+// and replaces one a deleted quota of the same name left, so that the webhook decides on the usage this recount
+// observed. A write that only settles is a patch that keeps
+// what the webhook reserved since the read (quotaio.SettleLedger); any other carries the resourceVersion read, and
+// loses the race to a reservation added since, and the retry reads again.
 func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger,
-	ledger *quota.Ledger, tally quota.Tally) error {
+	ledger *quota.Ledger, tally quota.Tally) (*quotav1alpha1.KarmadaQuotaLedger, error) {
 	obj := quota.LedgerObject(q, stored)
 	ledger.WriteTo(obj)
 	ledger.WriteObserved(obj, tally.Used, tally.Clusters)
 	if stored != nil && equality.Semantic.DeepEqual(stored, obj) {
-		return nil
+		return nil, nil
 	}
-	err := quotaio.WriteLedger(ctx, r.client, obj, stored == nil)
+	var err error
+	settled := false
+	if stored != nil {
+		settled, err = quotaio.SettleLedger(ctx, r.client, stored, obj)
+	}
+	if !settled {
+		err = quotaio.WriteLedger(ctx, r.client, obj, stored == nil)
+	}
 	// Created by the webhook first, or deleted since it was read: read it again.
 	if apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
 		err = apierrors.NewConflict(quotav1alpha1.GroupVersion.WithResource("karmadaquotaledgers").GroupResource(), q.Name, err)
 	}
 	if err != nil {
-		return fmt.Errorf("writing the ledger: %w", err)
+		return nil, fmt.Errorf("writing the ledger: %w", err)
 	}
 	if r.writtenLedgers != nil {
 		r.writtenLedgers.Remember(obj)
 	}
-	return nil
+	return obj, nil
 }
 
 // announceSettled counts and tells the reservations a recount settled, once its ledger write landed: a lost write

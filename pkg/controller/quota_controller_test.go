@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,9 +18,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -68,12 +71,13 @@ type fixture struct {
 	reconciler *QuotaReconciler
 	// statusWrites counts quota status writes, refused ones included.
 	statusWrites atomic.Int32
-	// ledgerWrites counts writes (creates and updates) of ledger objects, refused ones included.
+	// ledgerWrites counts writes (creates, updates and patches) of ledger objects, refused ones included.
 	ledgerWrites atomic.Int32
 }
 
 // newFixture stores objs in a fake client. funcs intercept the client; a SubResourceUpdate among them replaces
-// the status write after it was counted, and a Create or Update among them a ledger's write after it was counted.
+// the status write after it was counted, and a Create, Update or Patch among them a ledger's write after it was
+// counted.
 func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *fixture {
 	t.Helper()
 	f := &fixture{clock: clocktesting.NewFakeClock(t0), recorder: record.NewFakeRecorder(100)}
@@ -104,6 +108,16 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 			return update(ctx, c, obj, opts...)
 		}
 		return c.Update(ctx, obj, opts...)
+	}
+	patch := funcs.Patch
+	funcs.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+		if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+			f.ledgerWrites.Add(1)
+		}
+		if patch != nil {
+			return patch(ctx, c, obj, p, opts...)
+		}
+		return c.Patch(ctx, obj, p, opts...)
 	}
 	f.client = fake.NewClientBuilder().
 		WithScheme(scheme.Scheme).
@@ -542,7 +556,8 @@ func TestReconcileMovesReservationsFromStatus(t *testing.T) {
 			inLedger: team.Clone().
 				Reservation(ghost2, 1, list("cpu", "2"), later).
 				Reservation(ghost3, 1, list("cpu", "4"), later),
-			wantKept:     []quotav1alpha1.Reservation{reservation(ghost, 1, "1"), reservation(ghost2, 1, "2"), reservation(ghost3, 1, "4")},
+			// The ledger's first, then those only the status listed.
+			wantKept:     []quotav1alpha1.Reservation{reservation(ghost2, 1, "2"), reservation(ghost3, 1, "4"), reservation(ghost, 1, "1")},
 			wantReserved: list("cpu", "7"),
 			wantSettled:  1,
 		},
@@ -800,32 +815,58 @@ func TestReconcileConflictRetried(t *testing.T) {
 		// funcs lose the first write they intercept, and count the writes they intercept in calls.
 		funcs func(calls *atomic.Int32) interceptor.Funcs
 		// wantCalls counts the writes funcs intercept; wantLedgerWrites and wantStatusWrites every write, the lost
-		// one included.
+		// one included; wantConflicts the writes lost (1 when unset).
 		wantCalls, wantLedgerWrites, wantStatusWrites int32
+		wantConflicts                                 *int
 		// wantReserved and wantReservations are what is reserved after the recount; late's reservation when nil.
 		wantReserved     corev1.ResourceList
 		wantReservations []quotav1alpha1.Reservation
 	}{
-		"the ledger's update loses to the webhook's": {
+		// The settle is a patch the apiserver applies to the ledger as it is then (quotaio.SettleLedger): it does
+		// not lose to the webhook's reservation, and keeps it. Its reservationCount is corrected by a second write.
+		"the webhook reserves between the read and the settle": {
 			objs: inLedger(),
 			funcs: func(calls *atomic.Int32) interceptor.Funcs {
-				return interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 					if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok && calls.Add(1) == 1 {
-						var stored quotav1alpha1.KarmadaQuotaLedger
-						if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &stored); err != nil {
-							return err
-						}
-						stored.Reservations = append(stored.Reservations, lateReservation)
-						stored.ReservationCount = int32(len(stored.Reservations))
-						if err := c.Update(ctx, &stored); err != nil {
+						if err := reserveLate(ctx, c, obj, func(l *quotav1alpha1.KarmadaQuotaLedger) {
+							l.Reservations = append(l.Reservations, lateReservation)
+						}); err != nil {
 							return err
 						}
 					}
-					// The controller's write carries the version it read: it loses to the webhook's.
-					return c.Update(ctx, obj, opts...)
+					return c.Patch(ctx, obj, patch, opts...)
 				}}
 			},
-			wantCalls: 2, wantLedgerWrites: 2, wantStatusWrites: 1,
+			wantCalls: 1, wantLedgerWrites: 2, wantStatusWrites: 1, wantConflicts: ptr.To(0),
+			// The status is this recount's, which did not see late's reservation: as if the webhook had written
+			// right after the settle. Late's binding event recounts it, or its expiry (the result).
+			wantReserved: list("cpu", "0"), wantReservations: []quotav1alpha1.Reservation{lateReservation},
+		},
+		// The webhook released web's reservation and reserved it again (a new expiry) between the read and the
+		// settle: the patch's test of what it removes fails, as the apiserver answers it (422), the write of the
+		// whole ledger by its resourceVersion loses, and the retry reads again.
+		"the settle patch is refused": {
+			objs: inLedger(),
+			funcs: func(calls *atomic.Int32) interceptor.Funcs {
+				return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok && calls.Add(1) == 1 {
+						if err := reserveLate(ctx, c, obj, func(l *quotav1alpha1.KarmadaQuotaLedger) {
+							l.Reservations[0].ExpirationTime = metav1.NewTime(expires.Add(time.Second))
+							l.Reservations = append(l.Reservations, lateReservation)
+						}); err != nil {
+							return err
+						}
+						if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+							return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+						}
+						return errors.New("the patch applied over a changed reservation")
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				}}
+			},
+			// The refused patch, the lost whole write, the retry's patch.
+			wantCalls: 2, wantLedgerWrites: 3, wantStatusWrites: 1,
 		},
 		// During an upgrade: web's and pending's reservations are in status (an earlier release's webhook), the
 		// controller makes a ledger to hold pending's, and this release's webhook makes the first ledger.
@@ -918,14 +959,29 @@ func TestReconcileConflictRetried(t *testing.T) {
 			if got := f.statusWrites.Load(); got != tc.wantStatusWrites {
 				t.Errorf("status writes = %d, want %d", got, tc.wantStatusWrites)
 			}
-			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 1 {
-				t.Errorf("StatusConflicts{writer=controller} grew by %v, want 1", got)
+			wantConflicts := 1
+			if tc.wantConflicts != nil {
+				wantConflicts = *tc.wantConflicts
+			}
+			if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != float64(wantConflicts) {
+				t.Errorf("StatusConflicts{writer=controller} grew by %v, want %d", got, wantConflicts)
 			}
 			if got := counter(metrics.ReservationsSettled) - settled; got != 1 {
 				t.Errorf("ReservationsSettled grew by %v, want 1", got)
 			}
 		})
 	}
+}
+
+// reserveLate changes the stored ledger of obj as the webhook would between the controller's read and its write.
+func reserveLate(ctx context.Context, c client.WithWatch, obj client.Object, change func(*quotav1alpha1.KarmadaQuotaLedger)) error {
+	var stored quotav1alpha1.KarmadaQuotaLedger
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &stored); err != nil {
+		return err
+	}
+	change(&stored)
+	stored.ReservationCount = int32(len(stored.Reservations))
+	return c.Update(ctx, &stored)
 }
 
 // TestReconcileWriteFails gives up after losing every attempt, and reports a write error, whether the ledger's
@@ -980,12 +1036,19 @@ func TestReconcileWriteFails(t *testing.T) {
 				},
 			}
 			if tc.ledger {
+				// A settle is a patch (quotaio.SettleLedger); other ledger writes are updates.
 				funcs = interceptor.Funcs{
 					Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 						if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
 							return tc.err
 						}
 						return c.Update(ctx, obj, opts...)
+					},
+					Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+						if _, ok := obj.(*quotav1alpha1.KarmadaQuotaLedger); ok {
+							return tc.err
+						}
+						return c.Patch(ctx, obj, patch, opts...)
 					},
 				}
 			}

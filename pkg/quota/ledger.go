@@ -5,7 +5,6 @@ package quota
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -593,22 +592,11 @@ func (l *Ledger) Reserves() bool {
 	return len(l.reservations) > 0 || l.folded.Count > 0
 }
 
-// WriteTo renders the reservations into the ledger object, in the author's resource names, sorted so that an
-// unchanged ledger renders an unchanged object, and raises its fence to the spec decided on.
+// WriteTo renders the reservations into the ledger object, in the author's resource names, and raises its fence to
+// the spec decided on. The list keeps the order it was read in, new reservations last: an unchanged ledger renders
+// an unchanged object, and a reservation keeps its index until one before it goes, which the controller's settle
+// patch relies on (quotaio.SettleLedger).
 func (l *Ledger) WriteTo(obj *quotav1alpha1.KarmadaQuotaLedger) {
-	sort.SliceStable(l.reservations, func(i, j int) bool {
-		a, b := l.reservations[i], l.reservations[j]
-		if a.Owner.Namespace != b.Owner.Namespace {
-			return a.Owner.Namespace < b.Owner.Namespace
-		}
-		if a.Owner.Name != b.Owner.Name {
-			return a.Owner.Name < b.Owner.Name
-		}
-		if a.Owner.UID != b.Owner.UID {
-			return a.Owner.UID < b.Owner.UID
-		}
-		return a.Generation < b.Generation
-	})
 	obj.Reservations = nil
 	for _, r := range l.reservations {
 		res := quotav1alpha1.Reservation{

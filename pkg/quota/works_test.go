@@ -419,9 +419,10 @@ func TestRecountSettlesWorks(t *testing.T) {
 	}
 }
 
-// TestWriteReservationsOrdersByOwnerNamespace: bindings (no namespace) first, then Works by execution namespace,
-// then by name, UID and generation; an unchanged ledger renders an unchanged status whatever order it was read in.
-func TestWriteReservationsOrdersByOwnerNamespace(t *testing.T) {
+// TestWriteReservationsKeepsOrder: the list is written in the order it was read, whoever owns each reservation,
+// new ones last, and a settle removes without reordering what stays: the controller's settle patch names each
+// reservation it removes by its index (quotaio.SettleLedger), which an admission in between must not move.
+func TestWriteReservationsKeepsOrder(t *testing.T) {
 	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10"))
 	owners := []quotav1alpha1.ReservationOwner{
 		workOwner(executionNamespace("member2"), "a", "uid-a2"),
@@ -432,23 +433,21 @@ func TestWriteReservationsOrdersByOwnerNamespace(t *testing.T) {
 	for _, o := range owners {
 		reserveFor(q, o, 1, list("cpu", "1"), expires)
 	}
+	ownersOf := func(l *quotav1alpha1.KarmadaQuotaLedger) []quotav1alpha1.ReservationOwner {
+		var got []quotav1alpha1.ReservationOwner
+		for _, r := range l.Reservations {
+			got = append(got, r.ReservedBy)
+		}
+		return got
+	}
 	var status quotav1alpha1.KarmadaQuotaLedger
 	newLedger(t, q.Obj()).WriteTo(&status)
-
-	var got []quotav1alpha1.ReservationOwner
-	for _, r := range status.Reservations {
-		got = append(got, r.ReservedBy)
-	}
-	want := []quotav1alpha1.ReservationOwner{owners[1], owners[3], owners[2], owners[0]}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(owners, ownersOf(&status)); diff != "" {
 		t.Errorf("reservation order (-want +got):\n%s", diff)
 	}
 	quantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
-	reread := status.DeepCopy()
-	r := reread.Reservations
-	r[0], r[1], r[2], r[3] = r[3], r[2], r[1], r[0]
-	reparsed, err := NewLedger(&quotav1alpha1.KarmadaQuota{Spec: q.Obj().Spec}, reread)
+	reparsed, err := NewLedger(&quotav1alpha1.KarmadaQuota{Spec: q.Obj().Spec}, status.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,6 +455,17 @@ func TestWriteReservationsOrdersByOwnerNamespace(t *testing.T) {
 	reparsed.WriteTo(&again)
 	if diff := cmp.Diff(status, again, quantity); diff != "" {
 		t.Errorf("ledger written again (-first +second):\n%s", diff)
+	}
+
+	// Settle the second, then reserve for a new owner: the others keep their order, the new one comes last.
+	reparsed.Settle(func(r Reservation) bool { return r.Owner == owners[1] })
+	added := utiltesting.ReservationOwner(utiltesting.MakeBinding("ns", "a").Obj())
+	reparsed.Reserve(Demand{Key: Key{UID: added.UID, Generation: 1}, Owner: added, Increase: resources.List{requestsCPU: 1000}}, expires)
+	var settled quotav1alpha1.KarmadaQuotaLedger
+	reparsed.WriteTo(&settled)
+	want := []quotav1alpha1.ReservationOwner{owners[0], owners[2], owners[3], added}
+	if diff := cmp.Diff(want, ownersOf(&settled)); diff != "" {
+		t.Errorf("reservation order after a settle and a new reservation (-want +got):\n%s", diff)
 	}
 }
 

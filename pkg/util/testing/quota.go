@@ -133,10 +133,11 @@ func ReservationOwner(rb *workv1alpha2.ResourceBinding) quotav1alpha1.Reservatio
 }
 
 // MoveToLedger moves the reservations of q's status into a ledger object, as the controller does with those a
-// webhook of an earlier release listed there, and returns it; q's status keeps their sum (status.reserved).
+// webhook of an earlier release listed there, and returns it, with a UID as the API server would give it; q's status keeps their sum
+// (status.reserved).
 func MoveToLedger(q *quotav1alpha1.KarmadaQuota) *quotav1alpha1.KarmadaQuotaLedger {
 	stored := &quotav1alpha1.KarmadaQuotaLedger{
-		ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, OwnerReferences: []metav1.OwnerReference{
+		ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name, UID: types.UID("uid-ledger-" + q.Name), OwnerReferences: []metav1.OwnerReference{
 			*metav1.NewControllerRef(q, quotav1alpha1.GroupVersion.WithKind("KarmadaQuota"))}},
 		LedgerState: quotav1alpha1.LedgerState{
 			QuotaGeneration:    q.Generation,

@@ -36,14 +36,16 @@ type LedgerState struct {
 	// +optional
 	Observed *LedgerObserved `json:"observed,omitempty"`
 
-	// Reservations are the admissions the controller has not yet observed: added by the webhook, removed by the
-	// controller, at most 250 (beyond that the oldest are folded into foldedReservations).
+	// Reservations are the admissions the controller has not yet observed, in the order they were admitted: added
+	// by the webhook at the end, removed by the controller where they are, at most 250 (beyond that the oldest are
+	// folded into foldedReservations).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=250
 	Reservations []Reservation `json:"reservations,omitempty"`
 
-	// ReservationCount is len(reservations), for the printer column.
+	// ReservationCount is len(reservations), for the printer column: as the last writer counted it, which a
+	// settle that lands over an admission corrects by a second write.
 	// +optional
 	ReservationCount int32 `json:"reservationCount,omitempty"`
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,7 +42,8 @@ const schemalessGroup = "schemaless.bench.karmada.io"
 // BenchmarkStatusWrite measures the kube-apiserver CPU one write costs, against a placement (the scheduler's
 // ResourceBinding patch, with no webhook), each by 64 concurrent writers on objects of their own: a quota's ledger,
 // which the webhook writes per admission that adds usage and the controller per settle (three reservations, usage
-// observed), without and with limits on both members and their group; and a quota's status as the controller
+// observed), without and with limits on both members and their group, and the same on a copy of the CRD whose
+// reservations are one string each; and a quota's status as the controller
 // writes it at most once per status interval (the spread workload's: used and reserved in all and on two members,
 // a condition, two field managers), the same with limits on members, under one field manager name, without a
 // status schema, and a status of hard and used alone. `make bench-status-write` runs it.
@@ -177,6 +180,101 @@ func BenchmarkStatusWrite(b *testing.B) {
 			b.ReportMetric(float64(len(raw)), "object-bytes")
 		})
 	}
+
+	// The same ledgers on a copy of the CRD whose reservations are one string each (compactReservation): what the
+	// apiserver spends per field of a reservation, against what it spends per byte. Not what karmada-quota
+	// writes; the price of the lever (docs/performance.md).
+	if err := installCompactLedger(ctx, cp.Client); err != nil {
+		b.Fatal(err)
+	}
+	for k, clusterLimits := range []bool{false, true} {
+		name := "ledger with compact reservations"
+		if clusterLimits {
+			name = "ledger with compact reservations and cluster limits"
+		}
+		ledgers := make([]*unstructured.Unstructured, statusWriters)
+		for i := range ledgers {
+			q := testenv.Quota(namespace(ctx, b, cp, "status", i), fmt.Sprintf("compact-%d", k), utiltesting.List("cpu", "100", "memory", "100Gi"))
+			if clusterLimits {
+				limitClusters(q)
+			}
+			l := spreadLedger(q, now, clusterLimits)
+			l.OwnerReferences = nil // the copy's ledgers belong to no quota
+			u := compactLedger(b, l)
+			must(b, cp.Client.Create(ctx, u, client.FieldOwner(bothWriters[1])))
+			ledgers[i] = u
+		}
+		b.Run(name, func(b *testing.B) {
+			measure(b, cp, func(i, n int) error {
+				u := ledgers[i]
+				r := reservation(n, now)
+				if clusterLimits {
+					r.Clusters = reservedOnClusters
+				}
+				list, _, err := unstructured.NestedSlice(u.Object, "reservations")
+				if err != nil {
+					return err
+				}
+				if err := unstructured.SetNestedSlice(u.Object, append(list[1:], compactReservation(r)), "reservations"); err != nil {
+					return err
+				}
+				return cp.Client.Update(ctx, u, client.FieldOwner(bothWriters[n%len(bothWriters)]))
+			})
+			raw, err := json.Marshal(ledgers[0].Object)
+			must(b, err)
+			b.ReportMetric(float64(len(raw)), "object-bytes")
+		})
+	}
+}
+
+// compactGroup serves a copy of the KarmadaQuotaLedger CRD whose reservations are strings (compactReservation).
+const compactGroup = "compact.bench.karmada.io"
+
+// installCompactLedger installs the KarmadaQuotaLedger CRD again in compactGroup, each reservation one string, and
+// waits until it is served.
+func installCompactLedger(ctx context.Context, c client.Client) error {
+	return installCopy(ctx, c, "quota.karmada.io_karmadaquotaledgers.yaml", compactGroup, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		reservations := v.Schema.OpenAPIV3Schema.Properties["reservations"]
+		v.Schema.OpenAPIV3Schema.Properties["reservations"] = apiextensionsv1.JSONSchemaProps{
+			Type: "array", MaxItems: reservations.MaxItems, XListType: reservations.XListType,
+			Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}},
+		}
+	})
+}
+
+// compactLedger is l in compactGroup, its reservations compacted.
+func compactLedger(b *testing.B, l *quotav1alpha1.KarmadaQuotaLedger) *unstructured.Unstructured {
+	b.Helper()
+	m, err := apiruntime.DefaultUnstructuredConverter.ToUnstructured(l)
+	must(b, err)
+	list := make([]any, 0, len(l.Reservations))
+	for _, r := range l.Reservations {
+		list = append(list, compactReservation(r))
+	}
+	m["reservations"] = list
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(compactGroup + "/" + quotav1alpha1.GroupVersion.Version)
+	u.SetKind("KarmadaQuotaLedger")
+	return u
+}
+
+// compactReservation writes a reservation as one string: owner, generation, expiry, amounts, and each cluster's,
+// "ResourceBinding/web-1-deployment/<uid>/2/2026-11-27T06:00:00Z/cpu=1,memory=128Mi;member1:cpu=500m,...".
+func compactReservation(r quotav1alpha1.Reservation) string {
+	amounts := func(l corev1.ResourceList) string {
+		parts := make([]string, 0, len(l))
+		for name, q := range l {
+			parts = append(parts, string(name)+"="+q.String())
+		}
+		slices.Sort(parts)
+		return strings.Join(parts, ",")
+	}
+	out := fmt.Sprintf("%s/%s/%s/%d/%s/%s", r.ReservedBy.Kind, r.ReservedBy.Name, r.ReservedBy.UID, r.Generation,
+		r.ExpirationTime.UTC().Format(time.RFC3339), amounts(r.Reserved))
+	for _, c := range r.Clusters {
+		out += ";" + c.Name + ":" + amounts(c.Reserved)
+	}
+	return out
 }
 
 // spreadLedger is q's ledger as the spread workload leaves it between writes: usage observed, three reservations
@@ -319,8 +417,16 @@ func namespace(ctx context.Context, b *testing.B, cp *ControlPlane, prefix strin
 // installSchemaless installs the KarmadaQuota CRD again in schemalessGroup, with its status left unvalidated and
 // untyped (x-kubernetes-preserve-unknown-fields), and waits until it is served.
 func installSchemaless(ctx context.Context, c client.Client) error {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds",
-		"quota.karmada.io_karmadaquotas.yaml"))
+	return installCopy(ctx, c, "quota.karmada.io_karmadaquotas.yaml", schemalessGroup, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		preserve := true
+		v.Schema.OpenAPIV3Schema.Properties["status"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}
+	})
+}
+
+// installCopy installs the chart's CRD in file again in group, each version changed by change, and waits until
+// it is served.
+func installCopy(ctx context.Context, c client.Client, file, group string, change func(*apiextensionsv1.CustomResourceDefinitionVersion)) error {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", file))
 	if err != nil {
 		return err
 	}
@@ -328,13 +434,11 @@ func installSchemaless(ctx context.Context, c client.Client) error {
 	if err := yaml.Unmarshal(raw, crd); err != nil {
 		return err
 	}
-	crd.Name = crd.Spec.Names.Plural + "." + schemalessGroup
-	crd.Spec.Group = schemalessGroup
+	crd.Name = crd.Spec.Names.Plural + "." + group
+	crd.Spec.Group = group
 	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
 	for i := range crd.Spec.Versions {
-		preserve := true
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = apiextensionsv1.JSONSchemaProps{
-			Type: "object", XPreserveUnknownFields: &preserve}
+		change(&crd.Spec.Versions[i])
 	}
 	if err := c.Create(ctx, crd); err != nil {
 		return err
