@@ -25,7 +25,7 @@ import (
 // The namespaces business quotas select, by their labels.
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadabusinessquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadabusinessquotas/status,verbs=get;update
-// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadabusinessquotaledgers,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadabusinessquotaledgers,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // subject is the quota a reconcile recounts: a KarmadaQuota, or a KarmadaBusinessQuota read as one (quota), with

@@ -108,7 +108,7 @@ func (o Options) Validate() error {
 // Bindings are patched to requeue them; events go to quotas through both event APIs client-go may use.
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotas/status,verbs=get;update
-// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotaledgers,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=quota.karmada.io,resources=karmadaquotaledgers,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -113,10 +113,10 @@ var matrix = []row{
 	// Status: read by all; written by the controller alone, by update only (the webhook writes ledgers).
 	{quotaStatus("get"), "CTA"}, {quotaStatus("update"), "C"}, {quotaStatus("patch"), ""},
 	// Ledgers: read by all (describe lists the reservations); written by the webhook (reservations) and the
-	// controller (settling them, usage), by create and update only; deleted with their quota, by the garbage
-	// collector.
+	// controller (settling them, usage), by create and update, and by the controller's settle patch
+	// (quotaio.SettleLedger); deleted with their quota, by the garbage collector.
 	{ledgers("get"), "WCTA"}, {ledgers("list"), "WCTA"}, {ledgers("watch"), "WCTA"},
-	{ledgers("create"), "WC"}, {ledgers("update"), "WC"}, {ledgers("patch"), ""}, {ledgers("delete"), ""},
+	{ledgers("create"), "WC"}, {ledgers("update"), "WC"}, {ledgers("patch"), "C"}, {ledgers("delete"), ""},
 	// Business quotas, and their ledgers, name every namespace of the business and what it uses: cluster admins'
 	// and karmada-quota's. A team reads its own part in its namespace's AppliedBusinessQuota, which only the
 	// controller writes. Both components read namespaces' labels, which business quotas select them by.
@@ -124,7 +124,8 @@ var matrix = []row{
 	{businessQuotas("create"), ""}, {businessQuotas("update"), ""}, {businessQuotas("delete"), ""},
 	{businessQuotaStatus("update"), "C"}, {businessQuotaStatus("patch"), ""},
 	{businessLedgers("get"), "WC"}, {businessLedgers("list"), "WC"}, {businessLedgers("watch"), "WC"},
-	{businessLedgers("create"), "WC"}, {businessLedgers("update"), "WC"}, {businessLedgers("delete"), ""},
+	{businessLedgers("create"), "WC"}, {businessLedgers("update"), "WC"}, {businessLedgers("patch"), "C"},
+	{businessLedgers("delete"), ""},
 	{appliedBusinessQuotas("get"), "CTA"}, {appliedBusinessQuotas("list"), "CTA"}, {appliedBusinessQuotas("watch"), "CTA"},
 	{appliedBusinessQuotas("create"), "C"}, {appliedBusinessQuotas("update"), "C"}, {appliedBusinessQuotas("delete"), "C"},
 	{appliedBusinessQuotas("patch"), ""},
