@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/harness"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/report"
+	"github.com/karmada-quota/karmada-quota/test/bench/internal/stats"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/workload"
 )
 
@@ -31,8 +33,12 @@ import (
 //     any placement, so its count can only be too high, never too low. In the scale storm a scale-down it
 //     charges may never commit (the apiserver re-runs admission when it retries a write, and times out slow
 //     webhooks), which undercounts; and its controller recounts only every 5 minutes or on a binding delete. So
-//     its storm over-admission and its drift are findings the report shows, not failures here.
-//   - The report has a row for every configuration and workload.
+//     its storm over-admission and its drift are findings the report shows, not failures here; so are those of the
+//     isolation workload, whose hot namespace is re-placed between 1 and 2 replicas as the storm scales.
+//   - The isolation workload timed every quiet write it was asked for in both phases, alone and beside the hot
+//     namespace, which was loaded meanwhile; none failed except under Karmada's FRQ (whose failures are findings),
+//     and quota refused none (Run fails the configuration if it did).
+//   - The report has a row for every configuration and workload, the isolation workload's in its own tables.
 func TestBenchCorrectness(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Workload.Writers = 16
@@ -42,6 +48,8 @@ func TestBenchCorrectness(t *testing.T) {
 	opts.Workload.StormNamespaces = 4
 	opts.Workload.StormBindings = 8
 	opts.Workload.StormOps = 128
+	opts.Workload.IsolationNamespaces = 4
+	opts.Workload.IsolationWrites = 8
 	opts.SettleTimeout = 20 * time.Second
 	// Two rounds: the second runs every configuration again in namespaces of its own, in another order, on a
 	// control plane that already holds the first round's objects.
@@ -100,17 +108,22 @@ func checkConfig(t *testing.T, c *harness.ConfigResult, opts harness.Options, md
 		t.Errorf("round %d: %s: %d workloads measured and %d not run, want %d (%s) and %d (%s)", c.Round, c.Name,
 			len(c.Workloads), len(c.NotRun), len(want), strings.Join(want, ", "), len(notRun), strings.Join(notRun, ", "))
 	}
-	// A workload not run says so in the results, n/a, never as a zero.
+	// A workload not run says so in the results, n/a, never as a zero; the isolation workload in its headline.
 	for _, n := range c.NotRun {
-		if row := "| " + c.Name + " | " + n.Workload + " | n/a"; c.Round == 1 && !strings.Contains(md, row) {
+		row, where := "| "+c.Name+" | "+n.Workload+" | n/a", md
+		if n.Workload == harness.WorkloadIsolation {
+			row, where = "| "+c.Name+" | n/a |", section(md, isolationHeadline)
+		}
+		if c.Round == 1 && !strings.Contains(where, row) {
 			t.Errorf("the report has no n/a row for %s, %s", c.Name, n.Workload)
 		}
 	}
 	for _, w := range c.Workloads {
-		// Round 1 has the full tables; every round has its figures in the table of rounds.
-		row := "| " + c.Name + " | " + w.Name + " | "
-		if n := strings.Count(md, row); n < 2 && c.Round == 1 {
-			t.Errorf("the report has %d rows for %s, %s; want one in the results and one in the table of rounds at least", n, c.Name, w.Name)
+		if w.Isolation != nil {
+			checkIsolation(t, c, w, opts, md)
+		} else if row := "| " + c.Name + " | " + w.Name + " | "; c.Round == 1 && strings.Count(md, row) < 2 {
+			// Round 1 has the full tables; every round has its figures in the table of rounds.
+			t.Errorf("the report has %d rows for %s, %s; want one in the results and one in the table of rounds at least", strings.Count(md, row), c.Name, w.Name)
 		}
 		if w.Summary.Ops == 0 {
 			t.Errorf("round %d: %s, %s: no write was made", c.Round, c.Name, w.Name)
@@ -143,12 +156,16 @@ func checkConfig(t *testing.T, c *harness.ConfigResult, opts harness.Options, md
 			}
 			// A write the apiserver gave up on after the webhook admitted it keeps its reservation until the
 			// TTL expires (by design: it can only refuse, never admit). Anything else must be settled.
-			if maxPending := int64(w.Summary.Failed()) * maxWriteMilliCPU; a.Pending > maxPending {
+			failed := w.Summary.Failed()
+			if w.Isolation != nil {
+				failed += w.Isolation.HotFailed
+			}
+			if maxPending := int64(failed) * maxWriteMilliCPU; a.Pending > maxPending {
 				t.Errorf("round %d: %s, %s: %dm CPU still reserved after settling, more than the %d failed writes explain",
-					c.Round, c.Name, w.Name, a.Pending, w.Summary.Failed())
+					c.Round, c.Name, w.Name, a.Pending, failed)
 			}
 		case harness.ConfigFRQ, harness.ConfigFRQRaised:
-			if w.Name != "scale storm" && a.OverQuotas != 0 {
+			if w.Name != "scale storm" && w.Isolation == nil && a.OverQuotas != 0 {
 				t.Errorf("round %d: %s, %s: admitted past hard in %d quotas with one placement per binding", c.Round, c.Name, w.Name, a.OverQuotas)
 			}
 			if a.OverQuotas != 0 || !a.Settled() {
@@ -160,6 +177,64 @@ func checkConfig(t *testing.T, c *harness.ConfigResult, opts harness.Options, md
 	if harness.IsKarmadaQuota(c.Key) && !c.Settling.Exact {
 		t.Errorf("round %d: %s: the statuses did not become exact within %s", c.Round, c.Name, opts.SettleTimeout)
 	}
+}
+
+// isolationHeadline heads the isolation workload's table of medians; its round 1 details are under Results.
+const isolationHeadline = "## Headline: isolation"
+
+// checkIsolation checks the isolation workload's results in one round, and that its tables show them.
+func checkIsolation(t *testing.T, c *harness.ConfigResult, w *harness.WorkloadResult, opts harness.Options, md string) {
+	t.Helper()
+	iso, want := w.Isolation, opts.Workload.IsolationWrites
+	for phase, s := range map[string]stats.Summary{"alone": iso.Alone, "beside the hot namespace": iso.UnderLoad} {
+		if s.Ops != want || s.P99 <= 0 {
+			t.Errorf("round %d: %s: %d quiet writes timed %s (p99 %s), want %d", c.Round, c.Name, s.Ops, phase, s.P99, want)
+		}
+		if s.Denied != 0 {
+			t.Errorf("round %d: %s: quota refused %d quiet writes %s, though the quiet quotas have room for all", c.Round, c.Name, s.Denied, phase)
+		}
+		switch failed := s.Failed(); {
+		case failed > 0 && (c.Key == harness.ConfigFRQ || c.Key == harness.ConfigFRQRaised):
+			t.Logf("finding, not a failure: round %d: %s: %d quiet writes failed %s: %v", c.Round, c.Name, failed, phase, s.Errors)
+		case failed > 0:
+			t.Errorf("round %d: %s: %d quiet writes failed %s: %v", c.Round, c.Name, failed, phase, s.Errors)
+		}
+	}
+	if iso.Hot.Ops == 0 || iso.HotDecidedPerSecond <= 0 {
+		t.Errorf("round %d: %s: no write of the hot namespace completed while the quiet writes beside it were timed", c.Round, c.Name)
+	}
+	if w.Summary.Ops != 2*want {
+		t.Errorf("round %d: %s: the workload's summary holds %d quiet writes, want both phases' %d", c.Round, c.Name, w.Summary.Ops, 2*want)
+	}
+	if c.Round != 1 {
+		return
+	}
+	// A row in the headline and one in round 1's details, and none in the tables of throughput.
+	if head := section(md, isolationHeadline); !strings.Contains(head, "| "+c.Name+" | ") {
+		t.Errorf("the isolation headline has no row for %s:\n%s", c.Name, head)
+	}
+	if results := section(md, "## Results"); !strings.Contains(results, "| "+c.Name+" | "+ms(iso.Alone.P50)+" / "+ms(iso.Alone.P99)+" | ") {
+		t.Errorf("round 1's isolation details have no row for %s with its quiet p50 / p99 alone:\n%s", c.Name, results)
+	}
+	if strings.Contains(md, "| "+c.Name+" | "+w.Name+" | ") {
+		t.Errorf("the isolation workload of %s has a row in a table of throughput", c.Name)
+	}
+}
+
+// ms renders a latency as the report does.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// section is the part of md under heading, up to the next heading of its level or above; "" without the heading.
+func section(md, heading string) string {
+	i := strings.Index(md, heading+"\n")
+	if i < 0 {
+		return ""
+	}
+	rest := md[i+len(heading):]
+	if j := strings.Index(rest, "\n## "); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
 }
 
 // maxWriteMilliCPU is the most CPU one write of the workloads adds: a storm scale-up from 1 to 4 replicas of

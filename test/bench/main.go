@@ -54,6 +54,8 @@ func run(args []string) error {
 	fs.IntVar(&opts.Workload.StormNamespaces, "storm-namespaces", opts.Workload.StormNamespaces, "Namespaces of the scale storm.")
 	fs.IntVar(&opts.Workload.StormBindings, "storm-bindings", opts.Workload.StormBindings, "Placed bindings per storm namespace.")
 	fs.IntVar(&opts.Workload.StormOps, "storm-ops", opts.Workload.StormOps, "Scale writes in the storm, over all writers.")
+	fs.IntVar(&opts.Workload.IsolationNamespaces, "isolation-namespaces", opts.Workload.IsolationNamespaces, "Quiet namespaces of the isolation workload, one quota each with room for all their placements.")
+	fs.IntVar(&opts.Workload.IsolationWrites, "isolation-writes", opts.Workload.IsolationWrites, "Quiet placements the isolation workload times in each phase: alone, then while writers − 1 writers re-place the hot-bindings of its hot namespace.")
 	fs.Uint64Var(&opts.Workload.Seed, "seed", opts.Workload.Seed, "Seed of the write order and the storm's replica counts.")
 	fs.DurationVar(&opts.SettleTimeout, "settle-timeout", opts.SettleTimeout, "How long to wait for the quota controllers to make every status exact.")
 	fs.DurationVar(&opts.FRQSyncPeriod, "frq-sync-period", opts.FRQSyncPeriod, "karmada-controller-manager's --federated-resource-quota-sync-period; 0 keeps Karmada's default (5m).")

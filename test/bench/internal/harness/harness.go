@@ -56,10 +56,13 @@ const (
 	WorkloadHot    = "hot"
 	WorkloadSpread = "spread"
 	WorkloadStorm  = "storm"
+	// WorkloadIsolation times quiet namespaces' placements alone and beside a hot namespace (issue 28): latency
+	// beside load, not throughput, so the report gives it tables of its own.
+	WorkloadIsolation = workload.IsolationName
 )
 
 // AllWorkloads is the order workloads run in.
-var AllWorkloads = []string{WorkloadHot, WorkloadSpread, WorkloadStorm}
+var AllWorkloads = []string{WorkloadHot, WorkloadSpread, WorkloadStorm, WorkloadIsolation}
 
 // IsKarmadaQuota says whether configuration key runs karmada-quota, in any of its shapes.
 func IsKarmadaQuota(key string) bool {
@@ -67,10 +70,19 @@ func IsKarmadaQuota(key string) bool {
 }
 
 // NotRunBy says why configuration key does not run workload, or "" when it does. A business quota over the hot
-// quota's one namespace would be that namespace's quota under another name: what karmada-quota measures.
+// quota's one namespace would be that namespace's quota under another name: what karmada-quota measures. The
+// isolation workload's hot namespace is one namespace too, and its quiet namespaces are written one write at a
+// time, so one business quota over them would decide the same writes against one ledger, never two at once.
 func NotRunBy(key, workload string) string {
-	if key == ConfigKarmadaQuotaBusiness && workload == WorkloadHot {
+	if key != ConfigKarmadaQuotaBusiness {
+		return ""
+	}
+	switch workload {
+	case WorkloadHot:
 		return "n/a: one namespace, and a business quota over one namespace is its namespace's quota (karmada-quota's row)"
+	case WorkloadIsolation:
+		return "n/a: the hot namespace is one namespace, whose business quota is its namespace's quota, and the quiet " +
+			"namespaces are written one write at a time, never two together (karmada-quota's row)"
 	}
 	return ""
 }
@@ -153,6 +165,9 @@ type WorkloadResult struct {
 	// CPU is the cores each process used during the timed writes, by role.
 	CPU      map[string]float64
 	Evidence []Evidence
+	// Isolation is the isolation workload's own measures (its Summary holds its quiet writes of both phases); nil
+	// for the other workloads.
+	Isolation *workload.IsolationResult
 	// LedgerWrites counts the writes (POST and PUT, 409 Conflicts included) of karmada-quota's ledgers, of namespace
 	// quotas and of business quotas, that the apiserver served during the timed writes: from its metrics. Zero for
 	// the other configurations.
@@ -340,6 +355,8 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 			w = workload.NewSpread(cp.Client, quotas, prefix, opts.Workload)
 		case WorkloadStorm:
 			w = workload.NewStorm(cp.Client, quotas, prefix, opts.Workload)
+		case WorkloadIsolation:
+			w = workload.NewIsolation(cp.Client, quotas, prefix, opts.Workload)
 		}
 		if why := NotRunBy(key, name); why != "" {
 			res.NotRun = append(res.NotRun, NotRun{Workload: w.Name(), Why: why})
@@ -374,9 +391,18 @@ func runConfig(ctx context.Context, cp *controlplane.ControlPlane, sys systems.S
 		if lists != nil {
 			wr.Evidence = append(wr.Evidence, *lists)
 		}
-		say("configuration %s: %s: %d writes in %s (%.0f/s), p50 %s, p99 %s, %d admitted, %d QuotaExceeded, %d failed",
-			sys.Name(), w.Name(), summary.Ops, wall.Round(time.Millisecond), wr.OpsPerSecond(), summary.P50.Round(100*time.Microsecond),
-			summary.P99.Round(100*time.Microsecond), summary.Admitted, summary.Denied, summary.Failed())
+		if iso, ok := w.(*workload.Isolation); ok {
+			result := iso.Result()
+			wr.Isolation = &result
+			ratio, _ := result.P99Ratio()
+			say("configuration %s: %s: quiet p50 / p99 %s / %s alone, %s / %s beside the hot namespace (%.2f×, %.0f hot writes decided/s); %d quiet writes failed",
+				sys.Name(), w.Name(), roundMs(result.Alone.P50), roundMs(result.Alone.P99), roundMs(result.UnderLoad.P50), roundMs(result.UnderLoad.P99),
+				ratio, result.HotDecidedPerSecond, summary.Failed())
+		} else {
+			say("configuration %s: %s: %d writes in %s (%.0f/s), p50 %s, p99 %s, %d admitted, %d QuotaExceeded, %d failed",
+				sys.Name(), w.Name(), summary.Ops, wall.Round(time.Millisecond), wr.OpsPerSecond(), roundMs(summary.P50),
+				roundMs(summary.P99), summary.Admitted, summary.Denied, summary.Failed())
+		}
 		res.Workloads = append(res.Workloads, wr)
 		all = append(all, w.Namespaces()...)
 	}
@@ -457,7 +483,7 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix str
 		}
 		// A webhook that enforces nothing: placements go through until the apiserver calls it.
 		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			if err := workload.Place(ctx, c, rb, workload.Divide(int32(1+len(rb.Spec.Clusters)%2))); err != nil {
+			if err := workload.Place(ctx, c, rb, workload.Flip(rb)); err != nil {
 				return false, nil
 			}
 			return webhookCalled(ctx, sys), nil
@@ -486,6 +512,9 @@ func warmUp(ctx context.Context, c client.Client, sys systems.System, prefix str
 		return last == nil, nil
 	})
 }
+
+// roundMs rounds a latency to a tenth of a millisecond, for the progress lines.
+func roundMs(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
 
 func processesAlive(sys systems.System) error {
 	for _, c := range sys.Processes() {

@@ -85,7 +85,8 @@ type ScaleStep struct {
 	ControllerHeap, WebhookHeap int64
 	// QuietAlone and QuietUnderLoad time placements in a quiet namespace, without and with the hot namespace loaded.
 	QuietAlone, QuietUnderLoad stats.Summary
-	// HotPerSecond is the hot namespace's placements per second meanwhile, and Hot their latencies.
+	// HotPerSecond is the hot namespace's placements decided per second meanwhile (its quota refuses none, so all
+	// admitted, failures left out), and Hot their latencies.
 	HotPerSecond float64
 	Hot          stats.Summary
 	// Audited quotas and how many of them were exact after settling.
@@ -266,7 +267,7 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 	// The apiserver takes the registration up asynchronously: place until the webhook has been called.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		rb := hotBindings[0]
-		_ = workload.Place(ctx, cp.Client, rb, workload.Divide(int32(1+len(rb.Spec.Clusters)%2)))
+		_ = workload.Place(ctx, cp.Client, rb, workload.Flip(rb))
 		return webhookCalled(ctx, hookSystem{hook}), nil
 	}); err != nil {
 		return fmt.Errorf("the webhook was never called: %w", err)
@@ -274,45 +275,14 @@ func measureScale(ctx context.Context, env systems.Env, cp *controlplane.Control
 
 	half := opts.QuietWrites / 2
 	say("step %d: %d quiet placements alone", index+1, half)
-	step.QuietAlone = placeOneByOne(ctx, cp.Client, quietBindings[:half])
+	step.QuietAlone = workload.PlaceOneByOne(ctx, cp.Client, quietBindings[:half]).Summary()
 
 	say("step %d: %d quiet placements while %d writers load %s", index+1, opts.QuietWrites-half, opts.HotWriters, hot)
-	// Stopped by a flag, not by cancelling: a write cut off after its admission would leave a reservation that
-	// only its TTL releases.
-	var (
-		stopLoad, timing atomic.Bool
-		hotWrites        atomic.Int64
-		wg               sync.WaitGroup
-	)
-	hotRec := stats.NewRecorder()
-	for w := 0; w < opts.HotWriters; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; !stopLoad.Load() && ctx.Err() == nil; i += opts.HotWriters {
-				rb := hotBindings[i%len(hotBindings)]
-				began := time.Now()
-				err := workload.Place(ctx, cp.Client, rb, workload.Divide(int32(1+len(rb.Spec.Clusters)%2)))
-				if timing.Load() {
-					hotRec.Observe(time.Since(began), err)
-				}
-				if err == nil {
-					hotWrites.Add(1)
-				} else {
-					_ = cp.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb)
-				}
-			}
-		}(w)
-	}
-	time.Sleep(time.Second)
-	loadStart, loadBefore := time.Now(), hotWrites.Load()
-	timing.Store(true)
-	step.QuietUnderLoad = placeOneByOne(ctx, cp.Client, quietBindings[half:])
-	timing.Store(false)
-	step.HotPerSecond = float64(hotWrites.Load()-loadBefore) / time.Since(loadStart).Seconds()
-	step.Hot = hotRec.Summary()
-	stopLoad.Store(true)
-	wg.Wait()
+	load := workload.StartChurn(ctx, cp.Client, hotBindings, opts.HotWriters)
+	step.Hot, step.HotPerSecond = load.During(func() {
+		step.QuietUnderLoad = workload.PlaceOneByOne(ctx, cp.Client, quietBindings[half:]).Summary()
+	})
+	load.Stop()
 	step.ControllerRSSAfter, _ = ctrl.RSS()
 	step.WebhookRSSAfter, _ = hook.RSS()
 	if step.WebhookHeap, err = hook.LiveHeap(ctx, filepath.Join(env.LogDir, fmt.Sprintf("quota-webhook-%d.heap.pprof", step.Bindings))); err != nil {
@@ -400,17 +370,6 @@ func createUnplaced(ctx context.Context, c client.Client, ns, name string, n, wo
 		return err
 	})
 	return out, err
-}
-
-// placeOneByOne places each binding at 2 replicas, one write after another, and times each.
-func placeOneByOne(ctx context.Context, c client.Client, bindings []*workv1alpha2.ResourceBinding) stats.Summary {
-	rec := stats.NewRecorder()
-	for _, rb := range bindings {
-		began := time.Now()
-		err := workload.Place(ctx, c, rb, workload.Divide(2))
-		rec.Observe(time.Since(began), err)
-	}
-	return rec.Summary()
 }
 
 // parallelDo runs fn for every index in [0, n) on workers goroutines, and returns the first error.

@@ -6,6 +6,7 @@ package report
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,8 +59,10 @@ func Markdown(r *harness.Report, command string) string {
 	p("- Machine: %d CPUs (%s), %s memory, Linux %s; load average before the run: %s\n", m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.LoadBefore)
 	p("- Versions: %s; kube-apiserver %s; etcd %s; Karmada %s; this tree at %s\n", m.Go, m.KubeVersion, m.Etcd, karmadaVersion(m.Karmada), m.Commit)
 	p("- Sizes: %d concurrent writers; hot quota: %d bindings in 1 namespace; spread: %d namespaces × %d bindings; "+
-		"scale storm: %d namespaces × %d placed bindings, %d scale writes; seed %d; settle timeout %s\n",
-		o.Writers, o.HotBindings, o.SpreadNamespaces, o.SpreadBindings, o.StormNamespaces, o.StormBindings, o.StormOps, o.Seed, r.Options.SettleTimeout)
+		"scale storm: %d namespaces × %d placed bindings, %d scale writes; isolation: %d quiet placements a phase over %d "+
+		"namespaces, beside %d writers on %d bindings in 1 namespace; seed %d; settle timeout %s\n",
+		o.Writers, o.HotBindings, o.SpreadNamespaces, o.SpreadBindings, o.StormNamespaces, o.StormBindings, o.StormOps,
+		o.IsolationWrites, o.IsolationNamespaces, o.Writers-1, o.HotBindings, o.Seed, r.Options.SettleTimeout)
 	if w := r.Options.Workloads; len(w) > 0 && len(w) < len(harness.AllWorkloads) {
 		p("- Workloads run: only %s (`--workloads`)\n", strings.Join(w, ", "))
 	}
@@ -75,88 +78,21 @@ func Markdown(r *harness.Report, command string) string {
 	}
 	p("\n")
 
-	p("## Headline: ratios\n\n")
-	p("Decided writes per second (admitted or refused by quota; failed writes do not count, a scheduler has to make them again), " +
-		"latency of the placement write and CPU per write, karmada-quota against each other configuration, per workload " +
-		"(> 1 for decided/s means karmada-quota is faster; < 1 for latency and CPU per write means it is quicker and " +
-		"cheaper). With a closed loop of writers, latency is about writers ÷ writes/s (Little's law), so p50 mostly " +
-		"mirrors throughput. CPU per write is the least disturbed by other work on the machine.\n\n")
-	kq, allow := find(r, harness.ConfigKarmadaQuota), find(r, harness.ConfigAllowAll)
-	if len(r.Rounds) > 1 {
-		p("Each cell is the median over the %d rounds of the ratio measured within a round, both configurations on "+
-			"the same control plane minutes apart, and in brackets the lowest and the highest round.\n\n", len(r.Rounds))
+	measuresThroughput := slices.ContainsFunc(workloadsRun(r), func(w string) bool { return w != harness.WorkloadIsolation })
+	if measuresThroughput {
+		ratioHeadline(p, r)
 	}
-	if allow != nil && find(r, harness.ConfigNone) != nil {
-		p("What any validating webhook costs: the allow-all webhook against no webhook.\n\n")
-		p("| workload | decided/s | p99 | CPU per write |\n|---|---|---|---|\n")
-		for _, w := range allow.Workloads {
-			p("| %s | %s | %s | %s |\n", w.Name, ratioCell(r, w.Name, harness.ConfigAllowAll, harness.ConfigNone, decidedOf).text,
-				ratioCell(r, w.Name, harness.ConfigAllowAll, harness.ConfigNone, p99Of).text, ratioCell(r, w.Name, harness.ConfigAllowAll, harness.ConfigNone, CPUPerWrite).text)
-		}
-		p("\n")
-	}
-	if kq != nil {
-		p("karmada-quota against the ceiling (the allow-all webhook) and against no webhook. Goals against the ceiling "+
-			"(issue 14): decided/s at least %.1f×, p99 at most %.0f ms above, CPU per write at most %.1f×; ✓ marks a goal met "+
-			"(by the median, when there are rounds).\n\n", goalDecided, goalP99.Seconds()*1000, goalCPU)
-		p("| workload | decided/s vs allow-all | p99 − allow-all's | CPU per write vs allow-all | decided/s vs no webhook | p99 vs no webhook | CPU per write vs no webhook |\n")
-		p("|---|---|---|---|---|---|---|\n")
-		for _, w := range kq.Workloads {
-			decided := ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigAllowAll, decidedOf)
-			later := p99DiffCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigAllowAll)
-			cpu := ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigAllowAll, CPUPerWrite)
-			p("| %s | %s | %s | %s | %s | %s | %s |\n", w.Name,
-				goal(decided.text, decided.ok && decided.median >= goalDecided),
-				goal(later.text, later.ok && later.median <= goalP99.Seconds()*1000),
-				goal(cpu.text, cpu.ok && cpu.median <= goalCPU),
-				ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigNone, decidedOf).text,
-				ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigNone, p99Of).text,
-				ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigNone, CPUPerWrite).text)
-		}
-		p("\n")
-		p("karmada-quota against Karmada's FRQ as it ships and at its best (raised client QPS).\n\n")
-		p("| workload | decided/s vs FRQ | p50 vs FRQ | p99 vs FRQ | CPU per write vs FRQ | decided/s vs FRQ, raised QPS | p50 vs FRQ, raised QPS | p99 vs FRQ, raised QPS | CPU per write vs FRQ, raised QPS |\n")
-		p("|---|---|---|---|---|---|---|---|---|\n")
-		for _, w := range kq.Workloads {
-			cells := []string{w.Name}
-			for _, peer := range []string{harness.ConfigFRQ, harness.ConfigFRQRaised} {
-				for _, of := range []func(*harness.WorkloadResult) float64{decidedOf, p50Of, p99Of, CPUPerWrite} {
-					cells = append(cells, ratioCell(r, w.Name, harness.ConfigKarmadaQuota, peer, of).text)
-				}
-			}
-			p("| %s |\n", strings.Join(cells, " | "))
-		}
-	}
-	p("\n")
-	if limited := find(r, harness.ConfigKarmadaQuotaClusterLimits); limited != nil && kq != nil {
-		p("karmada-quota with limits on member clusters against karmada-quota without, the same writes in the same run: "+
-			"each quota also limits both member clusters and the group of both, sized to bind when its namespace-wide hard "+
-			"does or just after, so every admission checks three limits more. Goal (issue 25): decided/s at least %.1f×; ✓ "+
-			"marks it met (by the median, when there are rounds). Admitted and denied are round 1's, to show the outcomes "+
-			"compare.\n\n", goalClusterLimits)
-		p("| workload | decided/s | p99 | CPU per write | admitted / denied, cluster limits | admitted / denied, without |\n")
-		p("|---|---|---|---|---|---|\n")
-		for _, w := range limited.Workloads {
-			decided := ratioCell(r, w.Name, harness.ConfigKarmadaQuotaClusterLimits, harness.ConfigKarmadaQuota, decidedOf)
-			p("| %s | %s | %s | %s | %s | %s |\n", w.Name,
-				goal(decided.text, decided.ok && decided.median >= goalClusterLimits),
-				ratioCell(r, w.Name, harness.ConfigKarmadaQuotaClusterLimits, harness.ConfigKarmadaQuota, p99Of).text,
-				ratioCell(r, w.Name, harness.ConfigKarmadaQuotaClusterLimits, harness.ConfigKarmadaQuota, CPUPerWrite).text,
-				outcomes(w), outcomes(workloadNamed(kq, w.Name)))
-		}
-		p("\n")
-	}
-	if business := find(r, harness.ConfigKarmadaQuotaBusiness); business != nil && kq != nil {
-		businessTable(p, r, business, kq)
+	if slices.Contains(workloadsRun(r), harness.WorkloadIsolation) {
+		isolationHeadline(p, r)
 	}
 
-	if len(r.Rounds) > 1 {
+	if len(r.Rounds) > 1 && measuresThroughput {
 		p("## Rounds\n\n")
 		p("Every round's decided writes per second and CPU per write, in the order the rounds ran; each round ran the " +
 			"configurations in the order of the one before, rotated by one. The tables after this one are round 1's.\n\n")
 		p("| configuration | workload | decided/s | CPU per write |\n|---|---|---|---|\n")
 		for k, c := range r.FirstRound() {
-			for _, w := range c.Workloads {
+			for _, w := range throughput(c) {
 				var decided, cpu []string
 				for _, round := range r.Rounds {
 					rw := workloadNamed(round[k], w.Name)
@@ -187,27 +123,12 @@ func Markdown(r *harness.Report, command string) string {
 		"with the true sum over the stored bindings, after the controllers had up to the settle timeout to catch up: ↑ counts CPU the " +
 		"status claims beyond the truth (refuses writes that fit), ↓ CPU it misses (lets writes past hard), both " +
 		"namespace-wide.\n\n")
-	p("| configuration | workload | writes | writes/s | decided/s | p50 | p99 | admitted | denied | failed | admitted / hard CPU | over | drift after settling |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range r.FirstRound() {
-		if c.Err != nil && len(c.Workloads) == 0 {
-			p("| %s | — | not measured: %s | | | | | | | | | | |\n", c.Name, oneLine(c.Err.Error()))
-			continue
-		}
-		for _, w := range c.Workloads {
-			s := w.Summary
-			denied := fmt.Sprint(s.Denied)
-			if n, ok := s.Counters[workload.ScaleDownsDenied]; ok && n > 0 {
-				denied += fmt.Sprintf(" (**%d scale-downs**)", n)
-			}
-			p("| %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", c.Name, w.Name, s.Ops, rate(w.OpsPerSecond()), rate(w.DecidedPerSecond()),
-				ms(s.P50), ms(s.P99), s.Admitted, denied, failures(s), admittedVsHard(c, w), over(c, w), drift(c, w))
-		}
-		for _, n := range c.NotRun {
-			p("| %s | %s | %s |%s\n", c.Name, n.Workload, n.Why, strings.Repeat(" n/a |", 10))
-		}
+	if measuresThroughput {
+		resultsTable(p, r)
 	}
-	p("\n")
+	if slices.Contains(workloadsRun(r), harness.WorkloadIsolation) {
+		isolationResults(p, r)
+	}
 	for _, c := range r.FirstRound() {
 		if !c.Enforcing || c.Err != nil {
 			continue
@@ -226,6 +147,89 @@ func Markdown(r *harness.Report, command string) string {
 	p("\n")
 
 	p("## Where the time went\n\n")
+	if measuresThroughput {
+		cpuTable(p, r)
+	} else {
+		p("What the metrics of the apiserver and of each webhook say about each workload's timed writes.\n\n")
+	}
+	for _, c := range r.FirstRound() {
+		for _, w := range c.Workloads {
+			if len(w.Evidence) == 0 {
+				continue
+			}
+			var parts []string
+			for _, e := range w.Evidence {
+				parts = append(parts, e.What+": "+e.Value)
+			}
+			p("- %s, %s: %s\n", c.Name, w.Name, strings.Join(parts, "; "))
+		}
+	}
+	p("\n")
+
+	examples := map[string]string{}
+	for _, c := range r.FirstRound() {
+		for _, w := range c.Workloads {
+			kinds := []map[string]string{w.Summary.Examples}
+			if w.Isolation != nil {
+				// The hot namespace's writes are not the workload's Summary, and may fail otherwise.
+				kinds = append(kinds, w.Isolation.Hot.Examples)
+			}
+			for _, byClass := range kinds {
+				for class, msg := range byClass {
+					key := c.Name + ": " + class
+					if _, ok := examples[key]; !ok {
+						examples[key] = msg
+					}
+				}
+			}
+		}
+	}
+	if len(examples) > 0 {
+		p("## Failures, one message per kind\n\n")
+		keys := make([]string, 0, len(examples))
+		for k := range examples {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p("- %s: `%s`\n", k, truncate(oneLine(examples[k]), 400))
+		}
+		p("\n")
+	}
+	return b.String()
+}
+
+// resultsTable renders round 1's figures of the workloads measured by their throughput.
+func resultsTable(p func(string, ...any), r *harness.Report) {
+	p("| configuration | workload | writes | writes/s | decided/s | p50 | p99 | admitted | denied | failed | admitted / hard CPU | over | drift after settling |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.FirstRound() {
+		if c.Err != nil && len(c.Workloads) == 0 {
+			p("| %s | — | not measured: %s | | | | | | | | | | |\n", c.Name, oneLine(c.Err.Error()))
+			continue
+		}
+		for _, w := range throughput(c) {
+			s := w.Summary
+			denied := fmt.Sprint(s.Denied)
+			if n, ok := s.Counters[workload.ScaleDownsDenied]; ok && n > 0 {
+				denied += fmt.Sprintf(" (**%d scale-downs**)", n)
+			}
+			p("| %s | %s | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", c.Name, w.Name, s.Ops, rate(w.OpsPerSecond()), rate(w.DecidedPerSecond()),
+				ms(s.P50), ms(s.P99), s.Admitted, denied, failures(s), admittedVsHard(c, w), over(c, w), drift(c, w))
+		}
+		for _, n := range c.NotRun {
+			// The isolation workload's n/a is in its own tables.
+			if n.Workload != harness.WorkloadIsolation {
+				p("| %s | %s | %s |%s\n", c.Name, n.Workload, n.Why, strings.Repeat(" n/a |", 10))
+			}
+		}
+	}
+	p("\n")
+}
+
+// cpuTable renders the CPU each role used during round 1's workloads measured by their throughput.
+func cpuTable(p func(string, ...any), r *harness.Report) {
+	o := r.Options.Workload
 	p("CPU used during the timed writes, in cores (1.0 = one core busy for the whole phase), from /proc; "+
 		"*harness* is the %d writers and their client; *other processes* is the rest of the machine's busy time, "+
 		"work that is not this run's. *CPU per write* is this run's processes' CPU time divided by the writes: what a "+
@@ -234,7 +238,7 @@ func Markdown(r *harness.Report, command string) string {
 	p("| configuration | workload | kube-apiserver | etcd | webhook | controller | harness | other processes | machine | CPU per write (this run's processes) |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.FirstRound() {
-		for _, w := range c.Workloads {
+		for _, w := range throughput(c) {
 			total, ours := 0.0, 0.0
 			cells := make([]string, 0, len(harness.Roles))
 			for _, role := range harness.Roles {
@@ -253,44 +257,273 @@ func Markdown(r *harness.Report, command string) string {
 		}
 	}
 	p("\n")
+}
+
+// throughput are c's workloads measured by their decided writes per second: all but isolation, which times latency
+// beside load and has tables of its own.
+func throughput(c *harness.ConfigResult) []*harness.WorkloadResult {
+	if c == nil {
+		return nil
+	}
+	var out []*harness.WorkloadResult
+	for _, w := range c.Workloads {
+		if w.Isolation == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// workloadsRun are the workloads the run was asked for; all of them when the options do not say.
+func workloadsRun(r *harness.Report) []string {
+	if len(r.Options.Workloads) == 0 {
+		return harness.AllWorkloads
+	}
+	return r.Options.Workloads
+}
+
+// goalIsolation is issue 28's: a quiet namespace's admission p99 beside a hot namespace at most this many times its
+// p99 alone.
+const goalIsolation = 1.5
+
+// isolationHeadline renders the isolation workload's headline: per configuration, the quiet namespaces' p99 alone and
+// beside the hot namespace, their ratio, and that ratio against the physical limit's (no webhook) and any webhook's
+// (allow-all).
+func isolationHeadline(p func(string, ...any), r *harness.Report) {
+	o := r.Options.Workload
+	p("## Headline: isolation\n\n")
+	p("Admission latency in quiet namespaces beside a hot one (issue 28), the isolation workload: %d placements, one at "+
+		"a time, round-robin over %d quiet namespaces, each under a quota of its own with room for all its placements, "+
+		"timed alone; then %d more while %d writers re-place the %d bindings of a hot namespace between 1 and 2 replicas, "+
+		"under a quota that fits half of them as the hot quota's does (without a quota system, the same writes without "+
+		"quotas). *Beside ÷ alone* is the quiet p99 beside the hot namespace over the quiet p99 alone. Both namespaces "+
+		"share the apiserver and etcd, so some of the slowdown is physical: *no webhook*'s ratio is that limit on this "+
+		"machine, and a ratio over it is what the configuration adds to it; over *allow-all*'s, what it adds beyond what "+
+		"any webhook costs. Goal (issue 28): karmada-quota's ratio at most %.1f×; ✓ marks it met (by the median, when "+
+		"there are rounds). *Hot decided/s* are the hot namespace's writes admitted or refused by quota per second while "+
+		"the quiet writes beside it were timed: the load they met, lighter where a configuration slows the hot namespace, "+
+		"and where a quota refuses its scale-ups those refusals never reach etcd. *Quiet writes failed* counts, over every "+
+		"round, the quiet writes that failed other than by quota (quota refusing one fails the configuration: the quiet "+
+		"quotas have room for all). With %d writes a phase, each p99 is the %s of them, so it moves from round to round.\n\n",
+		o.IsolationWrites, o.IsolationNamespaces, o.IsolationWrites, o.Writers-1, o.HotBindings, goalIsolation, o.IsolationWrites, p99Rank(o.IsolationWrites))
+	if len(r.Rounds) > 1 {
+		p("Each cell is the median over the %d rounds, and in brackets the lowest and the highest round; each ratio is "+
+			"taken within a round.\n\n", len(r.Rounds))
+	}
+	p("The workload measures no throughput, so the tables of decided writes leave it out; round 1's details are under " +
+		"*Results*, and its evidence under *Where the time went* covers both its phases.\n\n")
+	p("| configuration | quiet p99 alone | quiet p99 beside hot | beside ÷ alone | ratio ÷ no webhook's | ratio ÷ allow-all's | hot decided/s | quiet writes failed |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	name := harness.WorkloadIsolation
+	msOf := func(d time.Duration) (float64, bool) { return float64(d.Microseconds()) / 1000, d > 0 }
+	var notes []string
 	for _, c := range r.FirstRound() {
-		for _, w := range c.Workloads {
-			if len(w.Evidence) == 0 {
+		if why := notRun(c, name); why != "" {
+			p("| %s |%s\n", c.Name, strings.Repeat(" n/a |", 7))
+			notes = append(notes, c.Name+": "+why)
+			continue
+		}
+		ratio := isolationCell(r, c.Key, workload.IsolationResult.P99Ratio, times)
+		cells := []string{c.Name,
+			isolationCell(r, c.Key, func(x workload.IsolationResult) (float64, bool) { return msOf(x.Alone.P99) }, millis).text,
+			isolationCell(r, c.Key, func(x workload.IsolationResult) (float64, bool) { return msOf(x.UnderLoad.P99) }, millis).text,
+			goal(ratio.text, harness.IsKarmadaQuota(c.Key) && ratio.ok && ratio.median <= goalIsolation),
+		}
+		for _, peer := range []string{harness.ConfigNone, harness.ConfigAllowAll} {
+			if c.Key == peer {
+				cells = append(cells, "—")
 				continue
 			}
-			var parts []string
-			for _, e := range w.Evidence {
-				parts = append(parts, e.What+": "+e.Value)
-			}
-			p("- %s, %s: %s\n", c.Name, w.Name, strings.Join(parts, "; "))
+			cells = append(cells, isolationRatioVs(r, c.Key, peer).text)
 		}
+		cells = append(cells,
+			isolationCell(r, c.Key, func(x workload.IsolationResult) (float64, bool) { return x.HotDecidedPerSecond, true }, rate).text,
+			quietFailed(r, c.Key))
+		p("| %s |\n", strings.Join(cells, " | "))
 	}
 	p("\n")
-
-	examples := map[string]string{}
-	for _, c := range r.FirstRound() {
-		for _, w := range c.Workloads {
-			for class, msg := range w.Summary.Examples {
-				key := c.Name + ": " + class
-				if _, ok := examples[key]; !ok {
-					examples[key] = msg
-				}
-			}
-		}
+	for _, n := range notes {
+		p("- %s\n", n)
 	}
-	if len(examples) > 0 {
-		p("## Failures, one message per kind\n\n")
-		keys := make([]string, 0, len(examples))
-		for k := range examples {
-			keys = append(keys, k)
+	if len(notes) > 0 {
+		p("\n")
+	}
+}
+
+// isolationResults renders round 1's isolation workload in detail: both phases of the quiet placements, their
+// failures, the hot namespace's writes meanwhile, and the audit of all the workload's namespaces.
+func isolationResults(p func(string, ...any), r *harness.Report) {
+	p("Isolation, round 1: the quiet placements alone and beside the hot namespace, their failures other than by quota, " +
+		"the hot namespace's writes that completed while the quiet ones beside it were timed, and the audit of all the " +
+		"workload's namespaces, the hot one and the quiet ones, as the paragraph above says.\n\n")
+	p("| configuration | quiet p50 / p99, alone | quiet p50 / p99, beside hot | quiet failed, alone | quiet failed, beside hot | hot decided/s | hot p50 / p99 | hot admitted / denied / failed | admitted / hard CPU | over | drift after settling |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.FirstRound() {
+		if why := notRun(c, harness.WorkloadIsolation); why != "" {
+			p("| %s |%s\n", c.Name, strings.Repeat(" n/a |", 10))
+			continue
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p("- %s: `%s`\n", k, truncate(oneLine(examples[k]), 400))
+		w := workloadNamed(c, harness.WorkloadIsolation)
+		if w == nil || w.Isolation == nil {
+			why := "not run"
+			if c.Err != nil {
+				why = oneLine(c.Err.Error())
+			}
+			p("| %s | not measured: %s |%s\n", c.Name, why, strings.Repeat(" |", 9))
+			continue
+		}
+		iso := w.Isolation
+		p("| %s | %s / %s | %s / %s | %s | %s | %s | %s / %s | %d / %d / %s | %s | %s | %s |\n", c.Name,
+			ms(iso.Alone.P50), ms(iso.Alone.P99), ms(iso.UnderLoad.P50), ms(iso.UnderLoad.P99),
+			failures(iso.Alone), failures(iso.UnderLoad), rate(iso.HotDecidedPerSecond), ms(iso.Hot.P50), ms(iso.Hot.P99),
+			iso.Hot.Admitted, iso.Hot.Denied, failures(iso.Hot), admittedVsHard(c, w), over(c, w), drift(c, w))
+	}
+	p("\n")
+}
+
+// isolationCell is a figure of configuration key's isolation workload, of gives it from the workload's result, over
+// the rounds.
+func isolationCell(r *harness.Report, key string, of func(workload.IsolationResult) (float64, bool), format func(float64) string) acrossRounds {
+	return compare(r, harness.WorkloadIsolation, key, key, func(x, _ *harness.WorkloadResult) (float64, bool) {
+		if x.Isolation == nil {
+			return 0, false
+		}
+		return of(*x.Isolation)
+	}, format)
+}
+
+// isolationRatioVs is configuration key's quiet p99 ratio (beside ÷ alone) over peer's in the same round.
+func isolationRatioVs(r *harness.Report, key, peer string) acrossRounds {
+	return compare(r, harness.WorkloadIsolation, key, peer, func(x, y *harness.WorkloadResult) (float64, bool) {
+		if x.Isolation == nil || y.Isolation == nil {
+			return 0, false
+		}
+		a, okA := x.Isolation.P99Ratio()
+		b, okB := y.Isolation.P99Ratio()
+		return a / b, okA && okB
+	}, times)
+}
+
+// quietFailed counts configuration key's failed quiet writes, both phases, over every round: in bold when any failed,
+// since the latencies then time failures too.
+func quietFailed(r *harness.Report, key string) string {
+	failed, measured := 0, false
+	for _, round := range r.Rounds {
+		w := workloadNamed(findIn(round, key), harness.WorkloadIsolation)
+		if w == nil || w.Isolation == nil {
+			continue
+		}
+		measured = true
+		failed += w.Isolation.Alone.Failed() + w.Isolation.UnderLoad.Failed()
+	}
+	switch {
+	case !measured:
+		return "—"
+	case failed > 0:
+		return fmt.Sprintf("**%d** (round 1's by kind under *Results*)", failed)
+	}
+	return "0"
+}
+
+// p99Rank says which of n samples, from the slowest, their nearest-rank p99 is (stats.Percentile).
+func p99Rank(n int) string {
+	sorted := make([]time.Duration, n)
+	for i := range sorted {
+		sorted[i] = time.Duration(i)
+	}
+	switch fromTop := n - int(stats.Percentile(sorted, 99)); fromTop {
+	case 1:
+		return "slowest"
+	case 2:
+		return "second slowest"
+	case 3:
+		return "third slowest"
+	default:
+		return fmt.Sprintf("%dth slowest", fromTop)
+	}
+}
+
+func times(v float64) string { return fmt.Sprintf("%.2f×", v) }
+
+func millis(v float64) string { return fmt.Sprintf("%.1f ms", v) }
+
+// ratioHeadline renders the headline of the workloads measured by their throughput: karmada-quota's ratios against
+// each other configuration, per workload.
+func ratioHeadline(p func(string, ...any), r *harness.Report) {
+	p("## Headline: ratios\n\n")
+	p("Decided writes per second (admitted or refused by quota; failed writes do not count, a scheduler has to make them again), " +
+		"latency of the placement write and CPU per write, karmada-quota against each other configuration, per workload " +
+		"(> 1 for decided/s means karmada-quota is faster; < 1 for latency and CPU per write means it is quicker and " +
+		"cheaper). With a closed loop of writers, latency is about writers ÷ writes/s (Little's law), so p50 mostly " +
+		"mirrors throughput. CPU per write is the least disturbed by other work on the machine.\n\n")
+	kq, allow := find(r, harness.ConfigKarmadaQuota), find(r, harness.ConfigAllowAll)
+	if len(r.Rounds) > 1 {
+		p("Each cell is the median over the %d rounds of the ratio measured within a round, both configurations on "+
+			"the same control plane minutes apart, and in brackets the lowest and the highest round.\n\n", len(r.Rounds))
+	}
+	if allow != nil && find(r, harness.ConfigNone) != nil {
+		p("What any validating webhook costs: the allow-all webhook against no webhook.\n\n")
+		p("| workload | decided/s | p99 | CPU per write |\n|---|---|---|---|\n")
+		for _, w := range throughput(allow) {
+			p("| %s | %s | %s | %s |\n", w.Name, ratioCell(r, w.Name, harness.ConfigAllowAll, harness.ConfigNone, decidedOf).text,
+				ratioCell(r, w.Name, harness.ConfigAllowAll, harness.ConfigNone, p99Of).text, ratioCell(r, w.Name, harness.ConfigAllowAll, harness.ConfigNone, CPUPerWrite).text)
 		}
 		p("\n")
 	}
-	return b.String()
+	if kq != nil {
+		p("karmada-quota against the ceiling (the allow-all webhook) and against no webhook. Goals against the ceiling "+
+			"(issue 14): decided/s at least %.1f×, p99 at most %.0f ms above, CPU per write at most %.1f×; ✓ marks a goal met "+
+			"(by the median, when there are rounds).\n\n", goalDecided, goalP99.Seconds()*1000, goalCPU)
+		p("| workload | decided/s vs allow-all | p99 − allow-all's | CPU per write vs allow-all | decided/s vs no webhook | p99 vs no webhook | CPU per write vs no webhook |\n")
+		p("|---|---|---|---|---|---|---|\n")
+		for _, w := range throughput(kq) {
+			decided := ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigAllowAll, decidedOf)
+			later := p99DiffCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigAllowAll)
+			cpu := ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigAllowAll, CPUPerWrite)
+			p("| %s | %s | %s | %s | %s | %s | %s |\n", w.Name,
+				goal(decided.text, decided.ok && decided.median >= goalDecided),
+				goal(later.text, later.ok && later.median <= goalP99.Seconds()*1000),
+				goal(cpu.text, cpu.ok && cpu.median <= goalCPU),
+				ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigNone, decidedOf).text,
+				ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigNone, p99Of).text,
+				ratioCell(r, w.Name, harness.ConfigKarmadaQuota, harness.ConfigNone, CPUPerWrite).text)
+		}
+		p("\n")
+		p("karmada-quota against Karmada's FRQ as it ships and at its best (raised client QPS).\n\n")
+		p("| workload | decided/s vs FRQ | p50 vs FRQ | p99 vs FRQ | CPU per write vs FRQ | decided/s vs FRQ, raised QPS | p50 vs FRQ, raised QPS | p99 vs FRQ, raised QPS | CPU per write vs FRQ, raised QPS |\n")
+		p("|---|---|---|---|---|---|---|---|---|\n")
+		for _, w := range throughput(kq) {
+			cells := []string{w.Name}
+			for _, peer := range []string{harness.ConfigFRQ, harness.ConfigFRQRaised} {
+				for _, of := range []func(*harness.WorkloadResult) float64{decidedOf, p50Of, p99Of, CPUPerWrite} {
+					cells = append(cells, ratioCell(r, w.Name, harness.ConfigKarmadaQuota, peer, of).text)
+				}
+			}
+			p("| %s |\n", strings.Join(cells, " | "))
+		}
+	}
+	p("\n")
+	if limited := find(r, harness.ConfigKarmadaQuotaClusterLimits); limited != nil && kq != nil {
+		p("karmada-quota with limits on member clusters against karmada-quota without, the same writes in the same run: "+
+			"each quota also limits both member clusters and the group of both, sized to bind when its namespace-wide hard "+
+			"does or just after, so every admission checks three limits more. Goal (issue 25): decided/s at least %.1f×; ✓ "+
+			"marks it met (by the median, when there are rounds). Admitted and denied are round 1's, to show the outcomes "+
+			"compare.\n\n", goalClusterLimits)
+		p("| workload | decided/s | p99 | CPU per write | admitted / denied, cluster limits | admitted / denied, without |\n")
+		p("|---|---|---|---|---|---|\n")
+		for _, w := range throughput(limited) {
+			decided := ratioCell(r, w.Name, harness.ConfigKarmadaQuotaClusterLimits, harness.ConfigKarmadaQuota, decidedOf)
+			p("| %s | %s | %s | %s | %s | %s |\n", w.Name,
+				goal(decided.text, decided.ok && decided.median >= goalClusterLimits),
+				ratioCell(r, w.Name, harness.ConfigKarmadaQuotaClusterLimits, harness.ConfigKarmadaQuota, p99Of).text,
+				ratioCell(r, w.Name, harness.ConfigKarmadaQuotaClusterLimits, harness.ConfigKarmadaQuota, CPUPerWrite).text,
+				outcomes(w), outcomes(workloadNamed(kq, w.Name)))
+		}
+		p("\n")
+	}
+	if business := find(r, harness.ConfigKarmadaQuotaBusiness); business != nil && kq != nil {
+		businessTable(p, r, business, kq)
+	}
 }
 
 // businessTable compares karmada-quota with a business quota over each workload's namespaces against karmada-quota
@@ -315,7 +548,7 @@ func businessTable(p func(string, ...any), r *harness.Report, business, kq *harn
 		}, func(v float64) string { return fmt.Sprintf("%.2f", v) }).text
 	}
 	var notes []string
-	for _, w := range kq.Workloads {
+	for _, w := range throughput(kq) {
 		if why := notRun(business, w.Name); why != "" {
 			p("| %s | n/a | n/a | n/a | n/a | %s | n/a | %s |\n", w.Name, ledgers(harness.ConfigKarmadaQuota, w.Name), outcomes(w))
 			notes = append(notes, w.Name+": "+why)
@@ -448,7 +681,7 @@ func ratioCell(r *harness.Report, workload string, a, b string, measure func(*ha
 	return compare(r, workload, a, b, func(x, y *harness.WorkloadResult) (float64, bool) {
 		num, den := measure(x), measure(y)
 		return num / den, num > 0 && den > 0
-	}, func(v float64) string { return fmt.Sprintf("%.2f×", v) })
+	}, times)
 }
 
 // p99DiffCell is how many milliseconds later a's p99 is than b's, in workload.

@@ -51,6 +51,31 @@ func (r *Recorder) Observe(took time.Duration, err error) {
 	}
 }
 
+// Merge is a recorder holding every observation and count of recs, so that writes timed in several phases add up
+// to one summary whose percentiles come from all their samples, not from the phases' percentiles.
+func Merge(recs ...*Recorder) *Recorder {
+	out := NewRecorder()
+	for _, r := range recs {
+		r.mu.Lock()
+		out.latencies = append(out.latencies, r.latencies...)
+		out.admitted += r.admitted
+		out.denied += r.denied
+		for k, v := range r.errors {
+			out.errors[k] += v
+		}
+		for k, v := range r.examples {
+			if _, ok := out.examples[k]; !ok {
+				out.examples[k] = v
+			}
+		}
+		for k, v := range r.counters {
+			out.counters[k] += v
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
 // Count adds one to a named counter, for what a workload wants to say about particular writes.
 func (r *Recorder) Count(name string) {
 	r.mu.Lock()

@@ -44,3 +44,32 @@ func TestSummary(t *testing.T) {
 		t.Errorf("P50 %v, P99 %v, Max %v", s.P50, s.P99, s.Max)
 	}
 }
+
+func TestMerge(t *testing.T) {
+	first, second := NewRecorder(), NewRecorder()
+	for i := 1; i <= 50; i++ {
+		first.Observe(time.Duration(i)*time.Millisecond, nil)
+		second.Observe(time.Duration(50+i)*time.Millisecond, nil)
+	}
+	timeout := &apierrors.StatusError{ErrStatus: metav1.Status{Code: 500, Reason: "InternalError", Message: `failed calling webhook "x": context deadline exceeded`}}
+	second.Observe(2*time.Second, timeout)
+	first.Observe(time.Millisecond, &apierrors.StatusError{ErrStatus: metav1.Status{Code: 403, Reason: "QuotaExceeded"}})
+	first.Count("c")
+	second.Count("c")
+
+	s := Merge(first, second).Summary()
+	if s.Ops != 102 || s.Admitted != 100 || s.Denied != 1 || s.Failed() != 1 || s.Counters["c"] != 2 {
+		t.Errorf("counts: %+v", s)
+	}
+	if s.Examples["500 InternalError (webhook call timed out)"] == "" {
+		t.Errorf("the failure's example is lost: %v", s.Examples)
+	}
+	// Percentiles over every sample of both: neither phase's own p99.
+	if s.P50 != 50*time.Millisecond || s.P99 != 100*time.Millisecond || s.Max != 2*time.Second {
+		t.Errorf("P50 %v, P99 %v, Max %v", s.P50, s.P99, s.Max)
+	}
+	// The recorders merged are left as they were.
+	if f := first.Summary(); f.Ops != 51 || f.Counters["c"] != 1 {
+		t.Errorf("the first recorder changed: %+v", f)
+	}
+}

@@ -27,6 +27,10 @@ type Options struct {
 	// StormNamespaces each get StormBindings bindings placed at 2 replicas, then StormOps scale writes in all
 	// move them between 1 and 4 replicas under a quota that fits 2.5 replicas per binding on average.
 	StormNamespaces, StormBindings, StormOps int
+	// IsolationNamespaces are the isolation workload's quiet namespaces, and IsolationWrites the quiet placements
+	// it times in each of its two phases, alone and beside the hot namespace (whose HotBindings Writers−1 writers
+	// re-place).
+	IsolationNamespaces, IsolationWrites int
 	// Seed makes the order of writes and the storm's replica counts the same in every configuration.
 	Seed uint64
 }
@@ -164,8 +168,7 @@ func placeAll(ctx context.Context, c client.Client, bindings []*workv1alpha2.Res
 // replicas. Each placement puts 1 replica on each member cluster, so each cluster holds half of what the namespace
 // does.
 func halfFits(bindings int) Limits {
-	fits := int64(bindings / 2)
-	return LimitsOf(fits*2*ReplicaCPU.MilliValue(), fits*ReplicaCPU.MilliValue())
+	return fitsAll(bindings / 2)
 }
 
 // Hot places bindings in one namespace under one quota that fits half of them: every write contends for the
