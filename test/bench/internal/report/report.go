@@ -735,7 +735,7 @@ func rate(perSecond float64) string {
 }
 
 func ms(d time.Duration) string {
-	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	return millis(float64(d.Microseconds()) / 1000)
 }
 
 func failures(s stats.Summary) string {
