@@ -156,6 +156,11 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 		}
 	}
 	for _, r := range reservations {
+		if r.Malformed != "" {
+			// What it charges is unknown: deciding without it could admit beyond the limit.
+			return nil, fmt.Errorf("the ledger of quota %s lists an entry that is not a reservation (%s): remove it from the ledger's reservations",
+				q.Name, r.Malformed)
+		}
 		res := Reservation{Owner: r.ReservedBy, Generation: r.Generation, Amount: l.parse(r.Reserved), Expires: r.ExpirationTime.Time}
 		res.Clusters = l.parseClusters(r.Clusters)
 		if prior := l.Find(res.Key()); prior != nil {

@@ -645,3 +645,24 @@ func TestWriteReservationsEmpty(t *testing.T) {
 		t.Errorf("ledger object (-want +got):\n%s", diff)
 	}
 }
+
+// TestNewLedgerMalformedReservation: a ledger entry that is not a reservation (hand-edited: the schema takes any
+// entry, to serve earlier releases' objects unpruned) fails its quota's decisions, closed, saying which entry and
+// why; what it charges is unknown.
+func TestNewLedgerMalformedReservation(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10")).
+		Reservation(web.Obj(), 1, list("cpu", "1"), expires).Obj()
+	stored := utiltesting.MoveToLedger(q)
+	data := []byte(`{"reservations":["work.karmada.io/v1alpha2 ResourceBinding web uid-web 1 12 cpu=lots"]}`)
+	var read quotav1alpha1.KarmadaQuotaLedger
+	if err := json.Unmarshal(data, &read); err != nil {
+		t.Fatal(err)
+	}
+	stored.Reservations = append(stored.Reservations, read.Reservations...)
+	_, err := NewLedger(q, stored)
+	for _, want := range []string{"quota team", "not a reservation", `cpu=lots`, "remove it"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got error %v, want one saying %q", err, want)
+		}
+	}
+}

@@ -16,12 +16,12 @@ import (
 // SettleLedger writes a recount's settlement, obj, over stored, the ledger object it was recounted from, as a JSON
 // patch when obj is stored with reservations removed and its observed usage replaced (what a recount that settles
 // writes), and reports whether it could. The patch names each reservation it removes by its index, testing there
-// the owner's UID, the generation and the expiry read; the ledger's UID and its fence (quotaGeneration) are tested
-// too. So the apiserver applies it to the ledger as it is when the patch arrives, keeping what admissions reserved
-// since the read, and refuses it only when a removed reservation moved or changed, the fence rose, or the ledger was
-// replaced. A compare-and-swap of the whole object, by contrast, loses to every admission in between: under a burst
-// the webhook writes the ledger every few milliseconds, every attempt of the controller lost, and the list grew
-// to its bound and folded, which charges until the reservation TTL (docs/performance.md).
+// the entry read (one string: owner, generation, expiry, amounts); the ledger's UID and its fence (quotaGeneration)
+// are tested too. So the apiserver applies it to the ledger as it is when the patch arrives, keeping what
+// admissions reserved since the read, and refuses it only when a removed reservation moved or changed, the fence
+// rose, or the ledger was replaced. A compare-and-swap of the whole object, by contrast, loses to every admission
+// in between: under a burst the webhook writes the ledger every few milliseconds, every attempt of the controller
+// lost, and the list grew to its bound and folded, which charges until the reservation TTL (docs/performance.md).
 //
 // Why this is exact: observed usage is the count of the bindings the recount read, and the patch removes only
 // reservations whose writes that count includes (or that are gone or expired, tested unchanged). A reservation
@@ -29,9 +29,10 @@ import (
 // more until the next recount settles it, never less.
 //
 // A refused patch is retried as the compare-and-swap write of obj, which succeeds when the refusal was not a race
-// and is a conflict (read again) when it was. obj gets the stored object back. reservationCount, the list's length
-// for the printer column, is set to obj's; when admissions added reservations meanwhile it is corrected by a
-// second write, unless another writer (which counts the list it writes) got there first.
+// (or was over reservations an earlier release stored as objects, which never equal their string) and is a
+// conflict (read again) when it was. obj gets the stored object back. reservationCount, the list's length for the
+// printer column, is set to obj's; when admissions added reservations meanwhile it is corrected by a second write,
+// unless another writer (which counts the list it writes) got there first.
 func SettleLedger(ctx context.Context, w client.Writer, stored, obj *quotav1alpha1.KarmadaQuotaLedger) (bool, error) {
 	patch, ok := settlePatch(stored, obj)
 	if !ok {
@@ -97,10 +98,9 @@ func settlePatch(stored, obj *quotav1alpha1.KarmadaQuotaLedger) ([]byte, bool) {
 		i := removed[k]
 		r := stored.Reservations[i]
 		at := fmt.Sprintf("/reservations/%d", i)
+		// The whole entry, as read: a reservation is one string (its owner, generation, expiry and amounts).
 		ops = append(ops,
-			patchOp{Op: "test", Path: at + "/reservedBy/uid", Value: r.ReservedBy.UID},
-			patchOp{Op: "test", Path: at + "/generation", Value: r.Generation},
-			patchOp{Op: "test", Path: at + "/expirationTime", Value: r.ExpirationTime},
+			patchOp{Op: "test", Path: at, Value: r},
 			patchOp{Op: "remove", Path: at},
 		)
 	}

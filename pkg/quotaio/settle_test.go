@@ -21,7 +21,7 @@ func TestSettlePatch(t *testing.T) {
 	expires := metav1.NewTime(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
 	reservation := func(name string) quotav1alpha1.Reservation {
 		return quotav1alpha1.Reservation{
-			ReservedBy:     quotav1alpha1.ReservationOwner{Kind: "ResourceBinding", Name: name, UID: types.UID("uid-" + name)},
+			ReservedBy:     quotav1alpha1.ReservationOwner{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding", Name: name, UID: types.UID("uid-" + name)},
 			Generation:     1,
 			Reserved:       corev1.ResourceList{"cpu": resource.MustParse("1")},
 			ExpirationTime: expires,
@@ -58,13 +58,10 @@ func TestSettlePatch(t *testing.T) {
 	want := []map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": "uid-ledger"},
 		{"op": "test", "path": "/quotaGeneration", "value": 2.0},
-		{"op": "test", "path": "/reservations/2/reservedBy/uid", "value": "uid-c"},
-		{"op": "test", "path": "/reservations/2/generation", "value": 1.0},
-		{"op": "test", "path": "/reservations/2/expirationTime", "value": "2026-11-27T06:00:00Z"},
+		// 2026-11-27T06:00:00Z is 1795759200 seconds after the epoch.
+		{"op": "test", "path": "/reservations/2", "value": "work.karmada.io/v1alpha2 ResourceBinding c uid-c 1 1795759200 cpu=1"},
 		{"op": "remove", "path": "/reservations/2"},
-		{"op": "test", "path": "/reservations/0/reservedBy/uid", "value": "uid-a"},
-		{"op": "test", "path": "/reservations/0/generation", "value": 1.0},
-		{"op": "test", "path": "/reservations/0/expirationTime", "value": "2026-11-27T06:00:00Z"},
+		{"op": "test", "path": "/reservations/0", "value": "work.karmada.io/v1alpha2 ResourceBinding a uid-a 1 1795759200 cpu=1"},
 		{"op": "remove", "path": "/reservations/0"},
 		{"op": "add", "path": "/observed", "value": map[string]any{"used": map[string]any{"cpu": "3"}}},
 		{"op": "add", "path": "/reservationCount", "value": 1.0},

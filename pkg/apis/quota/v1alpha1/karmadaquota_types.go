@@ -182,7 +182,12 @@ type KarmadaQuotaStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// Reservation charges one admitted write (a binding's, or a Work's) until the controller observes it.
+// Reservation charges one admitted write (a binding's, or a Work's) until the controller observes it. It is written
+// as one string (reservation_encoding.go has the format and why); the schema also takes the object the fields
+// below make, which releases before wrote, so that what they stored is served as it is, not pruned.
+//
+// +kubebuilder:validation:Type=""
+// +kubebuilder:pruning:PreserveUnknownFields
 type Reservation struct {
 	// ReservedBy is the binding, or the Work, whose admission made the reservation.
 	ReservedBy ReservationOwner `json:"reservedBy"`
@@ -204,6 +209,9 @@ type Reservation struct {
 
 	// ExpirationTime is when the reservation lapses if its write never happened.
 	ExpirationTime metav1.Time `json:"expirationTime"`
+
+	// Malformed, never stored, says why an entry read is not a reservation (UnmarshalJSON); empty for one that is.
+	Malformed string `json:"-"`
 }
 
 // FoldedReservations is what remains of reservations folded out of the list: their number, their sum, and when

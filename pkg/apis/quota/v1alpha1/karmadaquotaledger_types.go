@@ -38,7 +38,10 @@ type LedgerState struct {
 
 	// Reservations are the admissions the controller has not yet observed, in the order they were admitted: added
 	// by the webhook at the end, removed by the controller where they are, at most 250 (beyond that the oldest are
-	// folded into foldedReservations).
+	// folded into foldedReservations). Each is one string, "<apiVersion> <kind> [<namespace>/]<name> <uid>
+	// <generation> <expiry, seconds since the epoch> <reserved> [<cluster>:<reserved>]...", each <reserved> as
+	// name=quantity pairs joined by commas ("-" for none); `kubectl karmada quota describe` shows them as a table.
+	// An object in the form releases before wrote is read too.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=250

@@ -246,11 +246,13 @@ var rated = []struct{ verb, resource, subresource string }{
 	{"GET", "karmadaquotaledgers", ""},
 	{"POST", "karmadaquotaledgers", ""},
 	{"PUT", "karmadaquotaledgers", ""},
+	{"PATCH", "karmadaquotaledgers", ""},
 	{"GET", "karmadabusinessquotas", ""},
 	{"PUT", "karmadabusinessquotas", "status"},
 	{"GET", "karmadabusinessquotaledgers", ""},
 	{"POST", "karmadabusinessquotaledgers", ""},
 	{"PUT", "karmadabusinessquotaledgers", ""},
+	{"PATCH", "karmadabusinessquotaledgers", ""},
 	{"PUT", "appliedbusinessquotas", ""},
 	{"PUT", "federatedresourcequotas", "status"},
 }
@@ -259,13 +261,13 @@ var rated = []struct{ verb, resource, subresource string }{
 var ledgerResources = []string{"karmadaquotaledgers", "karmadabusinessquotaledgers"}
 
 // ledgerWrites counts the writes of ledgers, of both kinds, that the apiserver served during the phase: creates and
-// updates, each compare-and-swap admission makes and the controller's, those refused with 409 Conflict included
-// (requestRates shows their share).
+// updates, each compare-and-swap admission makes and the controller's, and the controller's settle patches, those
+// refused with 409 Conflict or 422 (a patch's failed test) included (requestRates shows their share).
 func ledgerWrites(before, after snap) float64 {
 	ab, aa := before.metrics[RoleAPIServer], after.metrics[RoleAPIServer]
 	writes := 0.0
 	for _, resource := range ledgerResources {
-		for _, verb := range []string{"POST", "PUT"} {
+		for _, verb := range []string{"POST", "PUT", "PATCH"} {
 			writes += promtext.Delta(ab, aa, "apiserver_request_total", map[string]string{"verb": verb, "resource": resource, "subresource": ""})
 		}
 	}
@@ -273,7 +275,7 @@ func ledgerWrites(before, after snap) float64 {
 }
 
 // requestRates renders the rate of each rated request during the phase, with the share the apiserver refused
-// with 409 Conflict (a compare-and-swap that lost).
+// with 409 Conflict (a compare-and-swap that lost) or 422 (a settle patch whose test failed).
 func requestRates(before, after promtext.Metrics, wall time.Duration) string {
 	if wall <= 0 {
 		return ""
@@ -290,9 +292,11 @@ func requestRates(before, after promtext.Metrics, wall time.Duration) string {
 			name += "/" + r.subresource
 		}
 		part := fmt.Sprintf("%s %.0f", name, n/wall.Seconds())
-		match["code"] = "409"
-		if c := promtext.Delta(before, after, "apiserver_request_total", match); c > 0 {
-			part += fmt.Sprintf(" (%.0f%% 409)", 100*c/n)
+		for _, code := range []string{"409", "422"} {
+			match["code"] = code
+			if c := promtext.Delta(before, after, "apiserver_request_total", match); c > 0 {
+				part += fmt.Sprintf(" (%.0f%% %s)", 100*c/n, code)
+			}
 		}
 		parts = append(parts, part)
 	}

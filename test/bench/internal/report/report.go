@@ -535,9 +535,9 @@ func businessTable(p func(string, ...any), r *harness.Report, business, kq *harn
 		"with a quota per namespace, the same writes in the same run (issue 26): spread's %d namespaces and the storm's %d are "+
 		"labelled into one business each, whose hard is the sum of what their quotas have, so the same writes fit. Every "+
 		"admission in any of them then decides against that one quota, and admission batches the writes of all of them "+
-		"into one compare-and-swap of its ledger. *Ledger writes per admitted write* are the ledger creates and updates "+
-		"the apiserver served during the timed writes (its metrics: the business quota's ledger, or the namespaces' ledgers; "+
-		"409 Conflicts included), per write admitted. Issue 26 asks for the comparison and sets no goal. Decided/s, p99, CPU "+
+		"into one compare-and-swap of its ledger. *Ledger writes per admitted write* are the ledger creates, updates and "+
+		"settle patches the apiserver served during the timed writes (its metrics: the business quota's ledger, or the "+
+		"namespaces' ledgers; 409 Conflicts and 422s included), per write admitted. Issue 26 asks for the comparison and sets no goal. Decided/s, p99, CPU "+
 		"per write and ledger writes are medians over the rounds when there are rounds, with the lowest and highest in "+
 		"brackets; admitted and denied are round 1's, to show the outcomes compare.\n\n", o.SpreadNamespaces, o.StormNamespaces)
 	p("| workload | decided/s | p99 | CPU per write | ledger writes per admitted write, business | same, a quota per namespace | admitted / denied, business | admitted / denied, a quota per namespace |\n")
