@@ -86,6 +86,9 @@ type QuotaReconciler struct {
 	holdings *templates.Reader[usage.Held]
 	// evictionTimeout is when an eviction naming no grace period ends (Options.EvictionTimeout).
 	evictionTimeout time.Duration
+	// firstPass tells when the recount of every quota the leader found on taking the lead is over; nil counts nothing
+	// (tests).
+	firstPass *firstPass
 }
 
 // conflictRetries is how often one reconcile recounts and writes again after losing the compare-and-swap to the
@@ -102,6 +105,9 @@ func (r *QuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// After a lost race the cache is known to be behind: the retry reads the quota from the apiserver.
 		result, conflict, err := r.reconcileOnce(ctx, req, attempt > 0)
 		if !conflict {
+			if err == nil {
+				r.firstPass.recounted(req.NamespacedName)
+			}
 			return result, err
 		}
 		metrics.StatusWriteConflict(metrics.WriterController)

@@ -65,7 +65,10 @@ type Options struct {
 	// EvictionTimeout is karmada-controller-manager's --graceful-eviction-timeout: when an eviction that names no
 	// grace period ends at the latest (status.clusters[].evictingUntil). 0 means DefaultGracefulEvictionTimeout.
 	EvictionTimeout time.Duration
-	Clock           clock.PassiveClock
+	// FirstPassDone runs once the leader has recounted every quota its cache held when synced (firstPass), before
+	// karmada_quota_first_recount_seconds is exported; nil runs nothing.
+	FirstPassDone func()
+	Clock         clock.PassiveClock
 }
 
 // DefaultGracefulEvictionTimeout is Karmada's own default --graceful-eviction-timeout.
@@ -204,6 +207,19 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		return resyncEvery(ctx, mgr.GetClient(), opts.ResyncPeriod, resync)
 	})); err != nil {
 		return "resync", err
+	}
+	var leading time.Time
+	r.firstPass = newFirstPass(func() {
+		if opts.FirstPassDone != nil {
+			opts.FirstPassDone()
+		}
+		metrics.FirstRecountDone(opts.Clock.Since(leading))
+	})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		leading = opts.Clock.Now()
+		return r.firstPass.Start(ctx, mgr.GetClient(), mgr.GetCache().WaitForCacheSync)
+	})); err != nil {
+		return "first pass", err
 	}
 	if opts.MemberSampleInterval > 0 {
 		sampler := members.NewSampler(mgr.GetClient(), mgr.GetConfig(), opts.MemberSampleInterval, func(namespace string) {

@@ -160,6 +160,13 @@ var (
 		Help:      "Quota statuses whose hard, used or per-cluster usage had been changed by another writer and were recounted.",
 	})
 
+	// firstRecount is how long the leader took to recount every quota once it led; absent until it has.
+	firstRecount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "first_recount_seconds",
+		Help:      "Seconds from when this replica began leading to when it had recounted every quota its cache held then; absent until it has.",
+	}, nil)
+
 	// BindingsRequeued counts waiting bindings whose scheduling the controller retriggered after usage dropped.
 	BindingsRequeued = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace,
@@ -167,6 +174,11 @@ var (
 		Help:      "Bindings waiting with Scheduled=False, QuotaExceeded that were requeued after usage dropped.",
 	})
 )
+
+// FirstRecountDone records how long the leader took to recount every quota once it led.
+func FirstRecountDone(took time.Duration) {
+	firstRecount.WithLabelValues().Set(took.Seconds())
+}
 
 // ObserveAdmission records one admission decision: its result and reason, and how long it took.
 func ObserveAdmission(kind, operation, result, reason string, elapsed time.Duration) {
@@ -531,6 +543,7 @@ func controllerCollectors() []prometheus.Collector {
 		ReservationsExpired,
 		DriftRepaired,
 		BindingsRequeued,
+		firstRecount,
 		quotas,
 		storedQuotas,
 	}

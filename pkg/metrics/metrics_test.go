@@ -40,6 +40,7 @@ var (
 		"karmada_quota_cluster_running",
 		"karmada_quota_cluster_used",
 		"karmada_quota_drift_repaired_total",
+		"karmada_quota_first_recount_seconds",
 		"karmada_quota_group_hard",
 		"karmada_quota_group_reserved",
 		"karmada_quota_group_used",
@@ -127,6 +128,7 @@ func controllerRegistry(t *testing.T) prometheus.Gatherer {
 	})
 	ReportCertificateExpiration(ServingCertificate, time.Unix(1800000000, 0))
 	CertificateRenewed(ServingCertificate)
+	FirstRecountDone(12 * time.Second)
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		families, err := ctrlmetrics.Registry.Gather()
 		var ours []*dto.MetricFamily

@@ -151,7 +151,10 @@ func (o *Options) ControllerOptions() controller.Options {
 		MemberSampleInterval: o.MemberSampleInterval,
 		MemberGrace:          o.MemberGrace,
 		EvictionTimeout:      o.GracefulEvictionTimeout,
-		Clock:                clock.RealClock{},
+		FirstPassDone: func() {
+			command.ReturnFreeMemory("every quota recounted since the start")
+		},
+		Clock: clock.RealClock{},
 	}
 }
 

@@ -2,6 +2,7 @@ package command
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"testing/fstest"
 )
@@ -51,4 +52,21 @@ func TestMemoryLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResidentBytes: the resident set read from /proc is the process's, in bytes (not kB), and grows with memory
+// the process touches.
+func TestResidentBytes(t *testing.T) {
+	before := residentBytes()
+	if before < 1<<20 {
+		t.Fatalf("resident %d bytes: a Go test binary holds more than a MiB", before)
+	}
+	block := make([]byte, 64<<20)
+	for i := range block {
+		block[i] = 1
+	}
+	if after := residentBytes(); after < before+32<<20 {
+		t.Errorf("resident %d bytes after touching 64 MiB, %d before", after, before)
+	}
+	runtime.KeepAlive(block)
 }

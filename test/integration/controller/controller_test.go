@@ -213,6 +213,31 @@ var _ = Describe("Usage", func() {
 		GinkgoWriter.Println("binding delete to freed usage:", time.Since(deleted))
 	})
 
+	It("tells when it has recounted every quota it found on starting, once", func() {
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+		rb := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")))
+		Expect(place(rb, cluster("member1", 3))).To(Succeed())
+
+		var calls atomic.Int32
+		var usedThen atomic.Value
+		startController(controller.Options{FirstPassDone: func() {
+			calls.Add(1)
+			// Read past any cache: what the first pass wrote.
+			var q quotav1alpha1.KarmadaQuota
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, &q); err == nil {
+				usedThen.Store(q.Status.Used.Cpu().String())
+			}
+		}}, 0)
+		Eventually(calls.Load).WithTimeout(10 * time.Second).Should(Equal(int32(1)))
+		Expect(usedThen.Load()).To(Equal("3"), "the quota found at the start was recounted before")
+
+		// Later recounts call nothing more.
+		Expect(place(rb, cluster("member1", 4))).To(Succeed())
+		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("4"))
+		Consistently(calls.Load).WithTimeout(time.Second).Should(Equal(int32(1)))
+	})
+
 	It("repairs a hand-edited status at the periodic resync and counts the repair", func() {
 		startController(controller.Options{ResyncPeriod: time.Second}, 0)
 		ns := newNamespace()

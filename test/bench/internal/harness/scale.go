@@ -353,7 +353,10 @@ func waitRecount(ctx context.Context, p *systems.QuotaProcess, quotas int) (time
 		}
 		m := promtext.Parse(text)
 		queue := map[string]string{"name": "karmada-quota"}
+		// The controller exports its first recount's duration once it has recounted every quota of its start,
+		// after returning that start's garbage to the system: RSS read before would count it.
 		done := m.Sum("karmada_quota_reconcile_duration_seconds_count", nil) >= float64(quotas) &&
+			m.Has("karmada_quota_first_recount_seconds") &&
 			m.Has("workqueue_depth") && m.Sum("workqueue_depth", queue) == 0 && m.Sum("workqueue_unfinished_work_seconds", queue) == 0
 		return done, nil
 	})
