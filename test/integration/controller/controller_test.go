@@ -222,12 +222,14 @@ var _ = Describe("Usage", func() {
 		var calls atomic.Int32
 		var usedThen atomic.Value
 		startController(controller.Options{FirstPassDone: func() {
-			calls.Add(1)
-			// Read past any cache: what the first pass wrote.
+			// Read past any cache: what the first pass wrote. Counted after, so that the spec reads what was read.
+			defer calls.Add(1)
 			var q quotav1alpha1.KarmadaQuota
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, &q); err == nil {
-				usedThen.Store(q.Status.Used.Cpu().String())
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, &q); err != nil {
+				usedThen.Store(err.Error())
+				return
 			}
+			usedThen.Store(q.Status.Used.Cpu().String())
 		}}, 0)
 		Eventually(calls.Load).WithTimeout(10 * time.Second).Should(Equal(int32(1)))
 		Expect(usedThen.Load()).To(Equal("3"), "the quota found at the start was recounted before")
