@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -145,6 +146,35 @@ func deleteObject(ctx context.Context, c client.Client, obj *unstructured.Unstru
 		return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), describe(obj), err)
 	}
 	return nil
+}
+
+// crdCacheWait bounds how long deleteCRD waits for the apiserver to serve the CRD's objects from its cache.
+const crdCacheWait = time.Minute
+
+// deleteCRD deletes a CRD once the apiserver serves a list of its objects from its cache (resourceVersion 0), or
+// after crdCacheWait. A CRD deleted before that, seconds after it was created, stays Terminating for minutes: the
+// apiserver's CRD finalizer cannot list its objects ("storage is (re)initializing") and backs off further at each
+// attempt (measured in test/integration/install; operator-framework saw the same, operator-controller#1437).
+func deleteCRD(ctx context.Context, c client.Client, crd *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	listKind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "listKind")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var version string
+	if len(versions) > 0 {
+		if v, ok := versions[0].(map[string]any); ok {
+			version, _ = v["name"].(string)
+		}
+	}
+	if group != "" && version != "" && listKind != "" {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: listKind})
+		// Served, absent (nothing to wait for), not ours to list (nothing to tell), or not served in time: delete.
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, crdCacheWait, true, func(ctx context.Context) (bool, error) {
+			err := c.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0", Limit: 1}})
+			return err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err), nil
+		})
+	}
+	return deleteObject(ctx, c, crd)
 }
 
 func describe(obj client.Object) string {

@@ -296,10 +296,13 @@ func (i *Installer) Cleanup(ctx context.Context) error {
 	objects := Sorted(i.Objects)
 	slices.Reverse(objects)
 	for _, obj := range objects {
-		if obj.GetKind() == "Namespace" || (isCRD(obj) && !i.Config.Uninstall.RemoveCRD) {
-			continue
+		switch {
+		case obj.GetKind() == "Namespace" || (isCRD(obj) && !i.Config.Uninstall.RemoveCRD):
+		case isCRD(obj):
+			errs = append(errs, deleteCRD(ctx, i.Karmada, obj))
+		default:
+			errs = append(errs, deleteObject(ctx, i.Karmada, obj))
 		}
-		errs = append(errs, deleteObject(ctx, i.Karmada, obj))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -92,7 +92,7 @@ const (
 // Reservation is one admission the controller has not observed yet: it counts against hard until it is, or until
 // it expires.
 type Reservation struct {
-	// Kind is ResourceBinding or Work (ReservedByBinding, ReservedByWork): the ledger's reservations[].reservedBy.kind.
+	// Kind is ResourceBinding or Work (ReservedByBinding, ReservedByWork): the kind each ledger reservation names.
 	Kind       string `json:"kind"`
 	APIVersion string `json:"apiVersion"`
 	// Namespace is the Work's execution namespace (karmada-es-<cluster>); empty for a binding, which is in the
@@ -108,7 +108,8 @@ type Reservation struct {
 	// Reserved is the increase admitted, by limited resource.
 	Reserved map[string]string `json:"reserved"`
 	// Clusters splits it by member cluster, for the resources a cluster or group limit counts: on each cluster the
-	// write grows, what it grows there (the ledger's reservations[].clusters); absent on a quota without such limits.
+	// write grows, what it grows there (a ledger reservation's <cluster>:<reserved> parts); absent on a quota without
+	// such limits.
 	Clusters map[string]map[string]string `json:"clusters,omitempty"`
 	// Expires is when the reservation lapses if its write never happened (RFC 3339).
 	Expires string `json:"expires"`
