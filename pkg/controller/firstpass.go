@@ -6,8 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 )
 
 // firstPass tells when the controller, leading, has recounted every quota its cache held once synced: the end of
@@ -15,9 +13,10 @@ import (
 // then, once.
 type firstPass struct {
 	mu sync.Mutex
-	// seen are the quotas recounted before the cache's quotas were known; pending those still to recount after.
+	// seen are the quotas recounted before the cache's quotas were known (nil once they are); pending those still
+	// to recount after.
 	seen, pending map[types.NamespacedName]struct{}
-	known, done   bool
+	done          bool
 	onDone        func()
 }
 
@@ -28,11 +27,10 @@ func newFirstPass(onDone func()) *firstPass {
 // start takes the quotas to recount: those not already recounted.
 func (f *firstPass) start(keys []types.NamespacedName) {
 	f.mu.Lock()
-	if f.known || f.done {
+	if f.seen == nil {
 		f.mu.Unlock()
 		return
 	}
-	f.known = true
 	f.pending = make(map[types.NamespacedName]struct{}, len(keys))
 	for _, key := range keys {
 		if _, ok := f.seen[key]; !ok {
@@ -55,7 +53,7 @@ func (f *firstPass) recounted(key types.NamespacedName) {
 	case f.done:
 		f.mu.Unlock()
 		return
-	case !f.known:
+	case f.seen != nil:
 		f.seen[key] = struct{}{}
 		f.mu.Unlock()
 		return
@@ -83,20 +81,14 @@ func (f *firstPass) Start(ctx context.Context, c client.Reader, synced func(cont
 	if !synced(ctx) {
 		return nil
 	}
-	var quotas quotav1alpha1.KarmadaQuotaList
-	if err := c.List(ctx, &quotas); err != nil {
+	// Only their keys are read: the cache's own objects, not copies of 10,000 quotas.
+	quotas, err := listQuotas(ctx, c, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return err
 	}
-	var business quotav1alpha1.KarmadaBusinessQuotaList
-	if err := c.List(ctx, &business); err != nil {
-		return err
-	}
-	keys := make([]types.NamespacedName, 0, len(quotas.Items)+len(business.Items))
-	for i := range quotas.Items {
-		keys = append(keys, client.ObjectKeyFromObject(&quotas.Items[i]))
-	}
-	for i := range business.Items {
-		keys = append(keys, types.NamespacedName{Name: business.Items[i].Name})
+	keys := make([]types.NamespacedName, 0, len(quotas))
+	for _, q := range quotas {
+		keys = append(keys, client.ObjectKeyFromObject(q))
 	}
 	f.start(keys)
 	return nil

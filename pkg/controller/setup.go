@@ -312,23 +312,10 @@ func resyncEvery(ctx context.Context, c client.Client, period time.Duration, out
 			return nil
 		case <-ticker.C:
 		}
-		var quotas quotav1alpha1.KarmadaQuotaList
-		if err := c.List(ctx, &quotas); err != nil {
+		all, err := listQuotas(ctx, c)
+		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing quotas for the resync")
 			continue
-		}
-		var business quotav1alpha1.KarmadaBusinessQuotaList
-		if err := c.List(ctx, &business); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing business quotas for the resync")
-			continue
-		}
-		all := make([]*quotav1alpha1.KarmadaQuota, 0, len(quotas.Items)+len(business.Items))
-		for i := range quotas.Items {
-			all = append(all, &quotas.Items[i])
-		}
-		for i := range business.Items {
-			// Enqueued by its key, which a business quota read as a KarmadaQuota keeps (no namespace).
-			all = append(all, business.Items[i].AsKarmadaQuota())
 		}
 		for _, q := range all {
 			select {
@@ -338,6 +325,27 @@ func resyncEvery(ctx context.Context, c client.Client, period time.Duration, out
 			}
 		}
 	}
+}
+
+// listQuotas lists every quota of both kinds, a business quota as the KarmadaQuota it is read as: its key, which
+// the reconciler is asked for, has no namespace.
+func listQuotas(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]*quotav1alpha1.KarmadaQuota, error) {
+	var quotas quotav1alpha1.KarmadaQuotaList
+	if err := c.List(ctx, &quotas, opts...); err != nil {
+		return nil, fmt.Errorf("listing quotas: %w", err)
+	}
+	var business quotav1alpha1.KarmadaBusinessQuotaList
+	if err := c.List(ctx, &business, opts...); err != nil {
+		return nil, fmt.Errorf("listing business quotas: %w", err)
+	}
+	all := make([]*quotav1alpha1.KarmadaQuota, 0, len(quotas.Items)+len(business.Items))
+	for i := range quotas.Items {
+		all = append(all, &quotas.Items[i])
+	}
+	for i := range business.Items {
+		all = append(all, business.Items[i].AsKarmadaQuota())
+	}
+	return all, nil
 }
 
 // setupWorks starts, with the manager, Karmada's resource interpreter and the view of the Works read with it.

@@ -140,22 +140,50 @@ func Apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured)
 	return apply(ctx, c, obj, nil)
 }
 
-// deleteObject deletes obj and reports whether it existed.
+// deleteObject deletes obj and reports whether it existed. A CRD is deleted once the apiserver serves its objects
+// (WaitObjectsServed), or after crdCacheWait: deleted before, seconds after it was created, it stays Terminating for
+// minutes, the apiserver's CRD finalizer unable to list its objects ("storage is (re)initializing") and backing off
+// further at each attempt (measured in test/integration/install; operator-framework saw the same,
+// operator-controller#1437).
 func deleteObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	if isCRD(obj) {
+		if objects, ok := crdListKind(obj); ok {
+			// Served, or not ours to list, or not in time: delete either way.
+			_ = WaitObjectsServed(ctx, c, objects, crdCacheWait)
+		}
+	}
 	if err := c.Delete(ctx, obj.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), describe(obj), err)
 	}
 	return nil
 }
 
-// crdCacheWait bounds how long deleteCRD waits for the apiserver to serve the CRD's objects from its cache.
+// crdCacheWait bounds how long deleteObject waits for the apiserver to serve a CRD's objects.
 const crdCacheWait = time.Minute
 
-// deleteCRD deletes a CRD once the apiserver serves a list of its objects from its cache (resourceVersion 0), or
-// after crdCacheWait. A CRD deleted before that, seconds after it was created, stays Terminating for minutes: the
-// apiserver's CRD finalizer cannot list its objects ("storage is (re)initializing") and backs off further at each
-// attempt (measured in test/integration/install; operator-framework saw the same, operator-controller#1437).
-func deleteCRD(ctx context.Context, c client.Client, crd *unstructured.Unstructured) error {
+// WaitObjectsServed waits until the apiserver serves a list of the objects of kind list (a CRD's list kind) from its
+// cache (resourceVersion 0), which it does once the cache of a new CRD's objects has initialized, or until timeout.
+// It gives up at once, with the error, when waiting cannot help: the kind is not served, or not the client's to
+// list.
+func WaitObjectsServed(ctx context.Context, c client.Reader, list schema.GroupVersionKind, timeout time.Duration) error {
+	objects := &unstructured.UnstructuredList{}
+	objects.SetGroupVersionKind(list)
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = c.List(ctx, objects, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0", Limit: 1}})
+		if apierrors.IsForbidden(last) || meta.IsNoMatchError(last) {
+			return false, last
+		}
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("listing %s from the apiserver's cache: %w", list.Kind, last)
+	}
+	return err
+}
+
+// crdListKind is the list kind of a CRD's objects, in its first version.
+func crdListKind(crd *unstructured.Unstructured) (schema.GroupVersionKind, bool) {
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	listKind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "listKind")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
@@ -165,16 +193,7 @@ func deleteCRD(ctx context.Context, c client.Client, crd *unstructured.Unstructu
 			version, _ = v["name"].(string)
 		}
 	}
-	if group != "" && version != "" && listKind != "" {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: listKind})
-		// Served, absent (nothing to wait for), not ours to list (nothing to tell), or not served in time: delete.
-		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, crdCacheWait, true, func(ctx context.Context) (bool, error) {
-			err := c.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0", Limit: 1}})
-			return err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err), nil
-		})
-	}
-	return deleteObject(ctx, c, crd)
+	return schema.GroupVersionKind{Group: group, Version: version, Kind: listKind}, group != "" && version != "" && listKind != ""
 }
 
 func describe(obj client.Object) string {

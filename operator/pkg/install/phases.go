@@ -296,13 +296,10 @@ func (i *Installer) Cleanup(ctx context.Context) error {
 	objects := Sorted(i.Objects)
 	slices.Reverse(objects)
 	for _, obj := range objects {
-		switch {
-		case obj.GetKind() == "Namespace" || (isCRD(obj) && !i.Config.Uninstall.RemoveCRD):
-		case isCRD(obj):
-			errs = append(errs, deleteCRD(ctx, i.Karmada, obj))
-		default:
-			errs = append(errs, deleteObject(ctx, i.Karmada, obj))
+		if obj.GetKind() == "Namespace" || (isCRD(obj) && !i.Config.Uninstall.RemoveCRD) {
+			continue
 		}
+		errs = append(errs, deleteObject(ctx, i.Karmada, obj))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

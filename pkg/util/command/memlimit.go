@@ -67,30 +67,37 @@ func cgroupFS() fs.FS { return os.DirFS("/sys/fs/cgroup") }
 func ReturnFreeMemory(why string) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	rssBefore := residentBytes()
+	// Unreadable (no /proc), it logs 0.
+	rssBefore, _ := ResidentBytes(os.Getpid())
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&after)
+	residentAfter, _ := ResidentBytes(os.Getpid())
 	klog.InfoS("Returned free memory to the system", "why", why,
 		"heapLiveBytes", after.HeapAlloc, "heapInUseBytes", after.HeapInuse,
 		"heapHeldBytesBefore", before.HeapSys-before.HeapReleased, "heapHeldBytesAfter", after.HeapSys-after.HeapReleased,
-		"runtimeOtherBytes", after.Sys-after.HeapSys, "residentBytesBefore", rssBefore, "residentBytesAfter", residentBytes())
+		"runtimeOtherBytes", after.Sys-after.HeapSys, "residentBytesBefore", rssBefore, "residentBytesAfter", residentAfter)
 }
 
-// residentBytes is the process's resident set size (VmRSS in /proc/self/status), 0 where it cannot be read.
-func residentBytes() int64 {
-	raw, err := os.ReadFile("/proc/self/status")
+// ResidentBytes is a process's resident set size, from /proc/<pid>/status (VmRSS).
+func ResidentBytes(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, err
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			fields := strings.Fields(rest)
-			if len(fields) == 2 && fields[1] == "kB" {
-				if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
+	for _, line := range strings.Split(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
 		}
+		fields := strings.Fields(rest)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return 0, fmt.Errorf("VmRSS %q is not a count of kB", rest)
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+		}
+		return kb << 10, nil
 	}
-	return 0
+	return 0, errors.New("no VmRSS in /proc status")
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"testing"
 	"testing/fstest"
@@ -57,7 +58,10 @@ func TestMemoryLimit(t *testing.T) {
 // TestResidentBytes: the resident set read from /proc is the process's, in bytes (not kB), and grows with memory
 // the process touches.
 func TestResidentBytes(t *testing.T) {
-	before := residentBytes()
+	before, err := ResidentBytes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if before < 1<<20 {
 		t.Fatalf("resident %d bytes: a Go test binary holds more than a MiB", before)
 	}
@@ -65,8 +69,15 @@ func TestResidentBytes(t *testing.T) {
 	for i := range block {
 		block[i] = 1
 	}
-	if after := residentBytes(); after < before+32<<20 {
+	after, err := ResidentBytes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+32<<20 {
 		t.Errorf("resident %d bytes after touching 64 MiB, %d before", after, before)
 	}
 	runtime.KeepAlive(block)
+	if _, err := ResidentBytes(-1); err == nil {
+		t.Error("a process that does not exist has a resident size")
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -167,26 +166,12 @@ func cleanKarmadaPlaneAfterwards() {
 			}
 		}
 		// A CRD deleted while the apiserver's cache of its objects is still initializing, seconds after it was created,
-		// stays Terminating for minutes: the CRD finalizer cannot list its objects ("storage is (re)initializing") and
-		// backs off further at each attempt. A list served from that cache (resourceVersion 0) succeeds once it is
-		// ready; the caches initialize together, so they are waited for together.
-		ready := map[string]bool{}
-		Eventually(func() error {
-			var errs []error
-			for _, crd := range live {
-				if ready[crd.Name] {
-					continue
-				}
-				list := &unstructured.UnstructuredList{}
-				list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind})
-				if err := c.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", crd.Name, err))
-					continue
-				}
-				ready[crd.Name] = true
-			}
-			return errors.Join(errs...)
-		}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the caches of the CRDs' objects")
+		// stays Terminating for minutes (install.WaitObjectsServed, which the installer's own deletes wait for too);
+		// the caches initialize together, so the later waits are short.
+		for _, crd := range live {
+			objects := schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.ListKind}
+			Expect(install.WaitObjectsServed(ctx, c, objects, 30*time.Second)).To(Succeed(), "the cache of %s's objects", crd.Name)
+		}
 		for _, crd := range live {
 			Expect(client.IgnoreNotFound(c.Delete(ctx, crd))).To(Succeed())
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,12 +75,7 @@ func writeList(b *strings.Builder, list corev1.ResourceList) {
 		b.WriteString(emptyList)
 		return
 	}
-	names := make([]corev1.ResourceName, 0, len(list))
-	for name := range list {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for i, name := range names {
+	for i, name := range slices.Sorted(maps.Keys(list)) {
 		if i > 0 {
 			b.WriteByte(',')
 		}

@@ -249,26 +249,3 @@ func MachineBusySeconds() (float64, error) {
 	}
 	return busy / 100, nil
 }
-
-// RSSBytes is a process's resident set size, from /proc/<pid>/status (VmRSS).
-func RSSBytes(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if !strings.HasPrefix(line, "VmRSS:") {
-			continue
-		}
-		fields := strings.Fields(strings.TrimPrefix(line, "VmRSS:"))
-		if len(fields) < 1 {
-			break
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		return kb * 1024, nil
-	}
-	return 0, errors.New("no VmRSS in /proc status")
-}

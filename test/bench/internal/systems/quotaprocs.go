@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/proc"
 	"github.com/karmada-quota/karmada-quota/test/bench/internal/promtext"
@@ -108,7 +109,7 @@ func (p *QuotaProcess) Register(ctx context.Context) error {
 
 // RSS is the process's resident memory in bytes.
 func (p *QuotaProcess) RSS() (int64, error) {
-	return proc.RSSBytes(p.Proc.PID())
+	return command.ResidentBytes(p.Proc.PID())
 }
 
 // LiveHeap collects the process's garbage and returns the heap that is left: what it holds, which RSS overstates by
