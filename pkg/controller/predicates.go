@@ -110,6 +110,45 @@ func waitChanged() predicate.Funcs {
 	}
 }
 
+// unreadable passes a ledger write that lists, or stops listing, an entry the ledger's readers cannot read (hand-
+// edited: the schema takes any entry, to serve what earlier releases wrote unpruned). The webhook fails the quota's
+// admissions closed on it; the recount writes an observed usage anew, and says in the quota's status which
+// reservation is at fault, or that none is any more.
+func unreadable() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return listsUnreadable(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return listsUnreadable(e.ObjectOld) || listsUnreadable(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// listsUnreadable reports whether a ledger lists a reservation or an observed cluster usage that could not be read.
+func listsUnreadable(obj client.Object) bool {
+	var state *quotav1alpha1.LedgerState
+	switch o := obj.(type) {
+	case *quotav1alpha1.KarmadaQuotaLedger:
+		state = &o.LedgerState
+	case *quotav1alpha1.KarmadaBusinessQuotaLedger:
+		state = &o.LedgerState
+	default:
+		return false
+	}
+	for _, r := range state.Reservations {
+		if r.Malformed != "" {
+			return true
+		}
+	}
+	if state.Observed != nil {
+		for _, c := range state.Observed.Clusters {
+			if c.Malformed != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // deleted passes deletions only.
 func deleted() predicate.Funcs {
 	return predicate.Funcs{

@@ -134,6 +134,13 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		return ctrl.Result{}, false, err
 	}
 	ledger, err := quota.NewLedger(q, quota.LedgerOf(stored, q))
+	if errors.Is(err, quota.ErrObservedMalformed) {
+		// This recount counts what the ledger observed anew and writes it in place of what could not be read.
+		ctrl.LoggerFrom(ctx).Info("Recounting a quota whose ledger's observed usage cannot be read", "quota", key, "reason", err.Error())
+		withoutObserved := *stored
+		withoutObserved.Observed = nil
+		ledger, err = quota.NewLedger(q, quota.LedgerOf(&withoutObserved, q))
+	}
 	if err != nil {
 		return failed(r.markInvalid(ctx, s, err))
 	}

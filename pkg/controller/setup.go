@@ -241,14 +241,15 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, settleableReservation(mgr.GetClient())))).
 		// The webhook writes reservations into the ledger all the time; those need no recount, except one that is
-		// settleable the moment it lands (see settleableReservation). A ledger deleted by hand is written again.
+		// settleable the moment it lands (see settleableReservation). A ledger deleted by hand is written again, one
+		// edited into an entry no reader can read is recounted (see unreadable).
 		Watches(&quotav1alpha1.KarmadaQuotaLedger{}, &handler.EnqueueRequestForObject{},
-			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted()))).
+			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted(), unreadable()))).
 		// A business quota is recounted by the same reconciler: its requests are its name, without a namespace.
 		Watches(&quotav1alpha1.KarmadaBusinessQuota{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&quotav1alpha1.KarmadaBusinessQuotaLedger{}, &handler.EnqueueRequestForObject{},
-			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted()))).
+			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted(), unreadable()))).
 		// A namespace labelled into a business brings its usage along; one labelled out, or deleted, takes it away.
 		Watches(quotaio.NamespaceMetadata(), handler.EnqueueRequestsFromMapFunc(everyBusinessQuota(mgr.GetClient())),
 			builder.WithPredicates(namespaceMoved())).

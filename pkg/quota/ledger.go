@@ -4,6 +4,7 @@
 package quota
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -145,6 +146,11 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 			if l.onMembers != nil {
 				clear(l.onMembers.used)
 				for _, c := range o.Clusters {
+					if c.Malformed != "" {
+						// What that cluster uses is unknown: deciding without it could admit beyond its limit.
+						return nil, fmt.Errorf("the ledger of quota %s lists an observed usage that is not a cluster's (%s): %w",
+							q.Name, c.Malformed, ErrObservedMalformed)
+					}
 					l.onMembers.used[c.Name] = l.onMembers.parse(c.Used)
 				}
 			}
@@ -189,6 +195,10 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 	}
 	return l, nil
 }
+
+// ErrObservedMalformed is NewLedger's error for a ledger whose observed usage cannot be read: admission fails
+// closed on it, and the controller, which counts that usage anew, recounts without it and writes it again.
+var ErrObservedMalformed = errors.New("the controller's next recount writes it anew")
 
 // LedgerOwner is the owner reference that makes a ledger object q's: it is deleted with q. It does not block
 // q's deletion, which would take the right to set finalizers on quotas under the apiserver's

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -664,5 +665,34 @@ func TestNewLedgerMalformedReservation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("got error %v, want one saying %q", err, want)
 		}
+	}
+}
+
+// TestNewLedgerMalformedObservedCluster: a ledger whose observed usage on a member cluster cannot be read fails its
+// quota's decisions, closed (what that cluster uses is unknown), with ErrObservedMalformed, which tells the
+// controller to recount without it.
+func TestNewLedgerMalformedObservedCluster(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10")).Obj()
+	q.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: list("cpu", "4")}}
+	var stored quotav1alpha1.KarmadaQuotaLedger
+	if err := json.Unmarshal([]byte(`{"observed":{"used":{"cpu":"1"},"clusters":["member1:cpu=lots"]}}`), &stored); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewLedger(q, &stored)
+	if !errors.Is(err, ErrObservedMalformed) {
+		t.Fatalf("got error %v, want ErrObservedMalformed", err)
+	}
+	for _, want := range []string{"quota team", "member1:cpu=lots", "recount"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	stored.Observed.Clusters = []quotav1alpha1.ClusterUsed{{Name: "member1", Used: list("cpu", "3")}}
+	l, err := NewLedger(q, &stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.RoomOn("member1"); got["requests.cpu"] != 1000 {
+		t.Errorf("room on member1 %v, want 1 CPU", got)
 	}
 }

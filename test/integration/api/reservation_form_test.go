@@ -1,19 +1,24 @@
 package api
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
 	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
@@ -110,3 +115,108 @@ var _ = Describe("Reservations written by an earlier release, as objects", func(
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "refused by the object's schema: %v", err)
 	})
 })
+
+// What a ledger observed on each member cluster is one string too (quotav1alpha1.ClusterUsed); releases before
+// wrote an object each, in a list the schema keyed by cluster name (x-kubernetes-list-type map), now atomic.
+var _ = Describe("Cluster usages written by an earlier release, as objects", func() {
+	It("are served unpruned, read, and written as strings by the next write", func() {
+		q := &quotav1alpha1.KarmadaQuota{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(), Name: "team"},
+			Spec: quotav1alpha1.KarmadaQuotaSpec{
+				Hard:     corev1.ResourceList{"cpu": resource.MustParse("10")},
+				Clusters: []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: corev1.ResourceList{"cpu": resource.MustParse("4")}}},
+			}}
+		Expect(k8s.Create(ctx, q)).To(Succeed())
+		legacyClusters := []any{map[string]any{"name": "member1", "used": map[string]any{"cpu": "3"}}}
+		legacy := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": quotav1alpha1.GroupVersion.String(), "kind": "KarmadaQuotaLedger",
+			"quotaGeneration": q.Generation,
+			"observed":        map[string]any{"used": map[string]any{"cpu": "3"}, "clusters": legacyClusters},
+		}}
+		legacy.SetNamespace(q.Namespace)
+		legacy.SetName(q.Name)
+		legacy.SetOwnerReferences(quota.LedgerOwner(q))
+		Expect(k8s.Create(ctx, legacy)).To(Succeed())
+		key := client.ObjectKeyFromObject(legacy)
+		storedClusters := func() []any {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(legacy.GroupVersionKind())
+			Expect(k8s.Get(ctx, key, u)).To(Succeed())
+			list, _, err := unstructured.NestedSlice(u.Object, "observed", "clusters")
+			Expect(err).NotTo(HaveOccurred())
+			return list
+		}
+		Expect(storedClusters()).To(Equal(legacyClusters), "served as stored, nothing pruned")
+
+		stored, err := quotaio.GetLedger(ctx, k8s, key)
+		Expect(err).NotTo(HaveOccurred())
+		l, err := quota.NewLedger(q, stored)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.RoomOn("member1")).To(Equal(resources.List{"requests.cpu": 1000}), "member1's 3 CPU of its 4 observed")
+
+		By("the controller's settle writing what it counted")
+		obj := stored.DeepCopy()
+		obj.Observed = &quotav1alpha1.LedgerObserved{Used: corev1.ResourceList{"cpu": resource.MustParse("1")},
+			Clusters: []quotav1alpha1.ClusterUsed{{Name: "member1", Used: corev1.ResourceList{"cpu": resource.MustParse("1")}}}}
+		patched, err := quotaio.SettleLedger(ctx, k8s, stored, obj)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(patched).To(BeTrue())
+		Expect(storedClusters()).To(Equal([]any{"member1:cpu=1"}))
+	})
+
+	It("survive the schema's change from a list keyed by name to an atomic list of strings", func() {
+		const group = "upgrade.test.karmada.io"
+		crd := ledgerCRDCopy(group)
+		current := crd.DeepCopy()
+		By("serving the schema releases before had: an object per cluster, keyed by name")
+		for i := range crd.Spec.Versions {
+			observed := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["observed"]
+			clusters := observed.Properties["clusters"]
+			item := clusters.Items.Schema
+			item.Type, item.XPreserveUnknownFields = "object", nil
+			mapType := "map"
+			clusters.XListType, clusters.XListMapKeys = &mapType, []string{"name"}
+			observed.Properties["clusters"] = clusters
+			crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["observed"] = observed
+		}
+		Expect(k8s.Create(ctx, crd)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, crd))).To(Succeed()) })
+		gvk := quotav1alpha1.GroupVersion.WithKind("KarmadaQuotaLedger")
+		gvk.Group = group
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"observed": map[string]any{"clusters": []any{
+				map[string]any{"name": "member1", "used": map[string]any{"cpu": "3"}},
+				map[string]any{"name": "member2", "used": map[string]any{"cpu": "1"}},
+			}},
+		}}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(newNamespace())
+		u.SetName("team")
+		Eventually(func() error { return k8s.Create(ctx, u, client.FieldOwner("quota-webhook")) }).Should(Succeed(), "once the copy is served")
+
+		By("changing the schema to this release's, and writing strings over what the old one stored")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+		crd.Spec = current.Spec
+		Expect(k8s.Update(ctx, crd)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(u), u)).To(Succeed())
+			g.Expect(unstructured.SetNestedSlice(u.Object, []any{"member1:cpu=2", "member2:cpu=1"}, "observed", "clusters")).To(Succeed())
+			g.Expect(k8s.Update(ctx, u, client.FieldOwner("quota-controller"))).To(Succeed())
+		}).Should(Succeed(), "once the new schema is served")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(u), u)).To(Succeed())
+		list, _, err := unstructured.NestedSlice(u.Object, "observed", "clusters")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list).To(Equal([]any{"member1:cpu=2", "member2:cpu=1"}))
+	})
+})
+
+// ledgerCRDCopy is the chart's KarmadaQuotaLedger CRD, in group instead of quota.karmada.io.
+func ledgerCRDCopy(group string) *apiextensionsv1.CustomResourceDefinition {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotaledgers.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	Expect(yaml.Unmarshal(raw, crd)).To(Succeed())
+	crd.Name = crd.Spec.Names.Plural + "." + group
+	crd.Spec.Group = group
+	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	return crd
+}

@@ -6,7 +6,9 @@ import (
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
@@ -62,5 +64,39 @@ var _ = Describe("Cluster and group limits, in status", func() {
 			g.Expect(eu.Clusters).To(Equal([]string{"member1", "member2", "member3"}))
 			g.Expect(framework.Canonical(eu.Used)).To(Equal(framework.Canonical(list("cpu", "7"))))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+})
+
+var _ = Describe("A ledger whose observed cluster usage cannot be read", func() {
+	It("is recounted and written anew, the quota staying ready", func() {
+		startController(controller.Options{}, 0)
+		ns := newNamespace()
+		q := testenv.Quota(ns, "team", list("cpu", "100"))
+		q.Spec.Clusters = []quotav1alpha1.ClusterLimit{{Name: "member1", Hard: list("cpu", "4")}}
+		Expect(k8s.Create(ctx, q)).To(Succeed())
+		web := mustCreate(utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")))
+		Expect(place(web, cluster("member1", 2))).To(Succeed())
+
+		ledger := &unstructured.Unstructured{}
+		ledger.SetGroupVersionKind(quotav1alpha1.GroupVersion.WithKind("KarmadaQuotaLedger"))
+		key := client.ObjectKey{Namespace: ns, Name: q.Name}
+		observedOnClusters := func(g Gomega) []any {
+			g.Expect(k8s.Get(ctx, key, ledger)).To(Succeed())
+			clusters, _, err := unstructured.NestedSlice(ledger.Object, "observed", "clusters")
+			g.Expect(err).NotTo(HaveOccurred())
+			return clusters
+		}
+		Eventually(observedOnClusters).WithTimeout(10*time.Second).Should(Equal([]any{"member1:cpu=2"}), "written as one string")
+
+		By("member1's observed usage made no quantity (hand-edited: the schema takes any entry there)")
+		Eventually(func(g Gomega) {
+			observedOnClusters(g)
+			g.Expect(unstructured.SetNestedSlice(ledger.Object, []any{"member1:cpu=lots"}, "observed", "clusters")).To(Succeed())
+			g.Expect(k8s.Update(ctx, ledger)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(observedOnClusters).WithTimeout(10*time.Second).Should(Equal([]any{"member1:cpu=2"}), "recounted and written anew")
+		ready := meta.FindStatusCondition(getQuota(ns, "team").Status.Conditions, quotav1alpha1.ConditionReady)
+		Expect(ready).NotTo(BeNil())
+		Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%+v", ready)
 	})
 })

@@ -65,20 +65,28 @@ type LedgerObserved struct {
 	Used corev1.ResourceList `json:"used,omitempty"`
 
 	// Clusters is what is used in each member cluster, for the resources a cluster or group limit counts; absent for
-	// a quota without such limits.
+	// a quota without such limits. Each is one string, "<cluster>:<used>", <used> as name=quantity pairs joined by
+	// commas ("-" for none). An object in the form releases before wrote is read too.
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1024
 	Clusters []ClusterUsed `json:"clusters,omitempty"`
 }
 
-// ClusterUsed is what is used in one member cluster.
+// ClusterUsed is what is used in one member cluster. It is written as one string, as a reservation is and for the
+// same reason (reservation_encoding.go); the schema also takes the object the fields below make, which releases
+// before wrote.
+//
+// +kubebuilder:validation:Type=""
+// +kubebuilder:pruning:PreserveUnknownFields
 type ClusterUsed struct {
 	// Name of the member cluster.
 	Name string `json:"name"`
 	// Used there.
 	Used corev1.ResourceList `json:"used"`
+
+	// Malformed, never stored, says why an entry read is not a cluster's usage (UnmarshalJSON); empty for one that is.
+	Malformed string `json:"-"`
 }
 
 // KarmadaQuotaLedgerList is a list of KarmadaQuotaLedger.

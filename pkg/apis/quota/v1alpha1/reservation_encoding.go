@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -100,21 +101,28 @@ func (r *Reservation) UnmarshalJSON(data []byte) error {
 }
 
 func decodeReservation(data []byte) (Reservation, error) {
+	// The type without its methods, so that decoding it does not come back here.
+	type object Reservation
+	return decodeStringOrObject(data, "reservation", ParseReservation, func(o object) (Reservation, error) { return Reservation(o), nil })
+}
+
+// decodeStringOrObject reads a list entry written as a string (read by parse), or as the object releases before
+// wrote (decoded into O, a method-less copy of the type, and checked by fromObject).
+func decodeStringOrObject[T, O any](data []byte, what string, parse func(string) (T, error), fromObject func(O) (T, error)) (T, error) {
+	var zero T
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '{' {
-		// The type without its methods, so that decoding it does not come back here.
-		type object Reservation
-		var o object
+		var o O
 		if err := json.Unmarshal(data, &o); err != nil {
-			return Reservation{}, fmt.Errorf("reservation %s: %w", data, err)
+			return zero, fmt.Errorf("%s %s: %w", what, data, err)
 		}
-		return Reservation(o), nil
+		return fromObject(o)
 	}
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
-		return Reservation{}, fmt.Errorf("reservation %s: neither a string nor an object", data)
+		return zero, fmt.Errorf("%s %s: neither a string nor an object", what, data)
 	}
-	return ParseReservation(s)
+	return parse(s)
 }
 
 // ParseReservation reads a reservation's string.
@@ -182,4 +190,58 @@ func parseList(s string) (corev1.ResourceList, error) {
 		list[corev1.ResourceName(name)] = q
 	}
 	return list, nil
+}
+
+// A cluster's observed usage (LedgerObserved.Clusters) is one string too, "<cluster>:<used>", <used> written as a
+// reservation's <reserved>, for example "member1:cpu=15,memory=15Gi": the webhook rewrites the ledger whole with
+// every admission it writes, and as objects, two clusters' usage cost a ledger write 0.4× more than the rest of it
+// (docs/performance.md, "A cluster's usage is one string"). The object form releases before wrote is read too.
+
+// MarshalJSON writes the cluster's usage as its string.
+func (c ClusterUsed) MarshalJSON() ([]byte, error) {
+	return json.Marshal(c.String())
+}
+
+// String is the cluster's usage as stored.
+func (c ClusterUsed) String() string {
+	var b strings.Builder
+	b.WriteString(c.Name)
+	b.WriteByte(':')
+	writeList(&b, c.Used)
+	return b.String()
+}
+
+// UnmarshalJSON reads the cluster's usage string, or the object a release before this one wrote. An entry that is
+// neither is read with Malformed saying why, not as an error, for the reason Reservation.UnmarshalJSON gives.
+func (c *ClusterUsed) UnmarshalJSON(data []byte) error {
+	parsed, err := decodeClusterUsed(data)
+	if err != nil {
+		parsed = ClusterUsed{Malformed: err.Error()}
+	}
+	*c = parsed
+	return nil
+}
+
+func decodeClusterUsed(data []byte) (ClusterUsed, error) {
+	// The type without its methods, so that decoding it does not come back here.
+	type object ClusterUsed
+	return decodeStringOrObject(data, "cluster usage", ParseClusterUsed, func(o object) (ClusterUsed, error) {
+		if o.Name == "" {
+			return ClusterUsed{}, errors.New("cluster usage without a cluster name")
+		}
+		return ClusterUsed(o), nil
+	})
+}
+
+// ParseClusterUsed reads a cluster's usage string.
+func ParseClusterUsed(s string) (ClusterUsed, error) {
+	name, list, ok := strings.Cut(s, ":")
+	if !ok || name == "" || strings.Contains(list, " ") {
+		return ClusterUsed{}, fmt.Errorf("cluster usage %q is not <cluster>:<used>", s)
+	}
+	used, err := parseList(list)
+	if err != nil {
+		return ClusterUsed{}, fmt.Errorf("cluster usage %q: %w", s, err)
+	}
+	return ClusterUsed{Name: name, Used: used}, nil
 }

@@ -188,3 +188,90 @@ func FuzzParseReservation(f *testing.F) {
 		}
 	})
 }
+
+// TestClusterUsedEncoding: a cluster's observed usage is stored as one string and read back as written; the object
+// form releases before wrote is read and written again as a string; an entry that is neither is read as one whose
+// Malformed says why, beside the ledger's other entries read as they are.
+func TestClusterUsedEncoding(t *testing.T) {
+	used := ClusterUsed{Name: "member1", Used: corev1.ResourceList{"memory": resource.MustParse("15Gi"), "cpu": resource.MustParse("1500m")}}
+	data, err := json.Marshal(used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(data); got != `"member1:cpu=1500m,memory=15Gi"` {
+		t.Errorf("stored as %s", got)
+	}
+	var back ClusterUsed
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(used, back) {
+		t.Errorf("read back (-written +read):\n%s", cmp.Diff(used, back))
+	}
+	if none := (ClusterUsed{Name: "member2"}).String(); none != "member2:-" {
+		t.Errorf("nothing used written as %q", none)
+	}
+
+	legacy := `{"observed":{"used":{"cpu":"3"},"clusters":[{"name":"member1","used":{"cpu":"2"}},"member2:cpu=1",42,"member3",{"used":{}}]}}`
+	var l KarmadaQuotaLedger
+	if err := json.Unmarshal([]byte(legacy), &l); err != nil {
+		t.Fatal(err)
+	}
+	got := l.Observed.Clusters
+	if len(got) != 5 {
+		t.Fatalf("read %d entries, want 5: %+v", len(got), got)
+	}
+	for i, want := range []ClusterUsed{
+		{Name: "member1", Used: corev1.ResourceList{"cpu": resource.MustParse("2")}},
+		{Name: "member2", Used: corev1.ResourceList{"cpu": resource.MustParse("1")}},
+	} {
+		if !equality.Semantic.DeepEqual(got[i], want) {
+			t.Errorf("entry %d read as %+v, want %+v", i, got[i], want)
+		}
+	}
+	for i, want := range map[int]string{2: "neither a string nor an object", 3: "is not <cluster>:<used>", 4: "without a cluster name"} {
+		if !strings.Contains(got[i].Malformed, want) {
+			t.Errorf("entry %d: Malformed %q, want it to say %q", i, got[i].Malformed, want)
+		}
+	}
+	data, err = json.Marshal(l.Observed.Clusters[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(data); got != `["member1:cpu=2","member2:cpu=1"]` {
+		t.Errorf("written again as %s", got)
+	}
+
+	for s, wantErr := range map[string]string{
+		"":                    "is not <cluster>:<used>",
+		":cpu=1":              "is not <cluster>:<used>",
+		"member1:cpu=1 x":     "is not <cluster>:<used>",
+		"member1:cpu=lots":    "cpu",
+		"member1:cpu=1,cpu=2": "cpu is listed twice",
+	} {
+		if _, err := ParseClusterUsed(s); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: got error %v, want one saying %q", s, err, wantErr)
+		}
+	}
+}
+
+// FuzzParseClusterUsed: any string is read or refused, never a panic, and what is read is written back as a string
+// that reads the same.
+func FuzzParseClusterUsed(f *testing.F) {
+	f.Add("member1:cpu=1500m,memory=15Gi")
+	f.Add("member2:-")
+	f.Add("a:b:c=1e3")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseClusterUsed(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseClusterUsed(c.String())
+		if err != nil {
+			t.Fatalf("%q read, written as %q, which does not read: %v", s, c.String(), err)
+		}
+		if !equality.Semantic.DeepEqual(c, back) {
+			t.Fatalf("%q read as %+v, written and read again as %+v", s, c, back)
+		}
+	})
+}

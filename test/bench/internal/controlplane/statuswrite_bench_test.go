@@ -146,10 +146,10 @@ func BenchmarkStatusWrite(b *testing.B) {
 	// What an admission writes since the reservations moved out of the quota: its ledger, as spread leaves it
 	// (three reservations, usage observed), one reservation replaced per write, alternately by the webhook and the
 	// controller; then with limits on both members and their group (each reservation split by cluster, usage
-	// observed on each member). Each reservation is one string, as karmada-quota writes it; the same ledgers with
-	// each reservation an object, as releases before wrote it (what the apiserver spends per field, against what it
-	// spends per byte: docs/performance.md); and on a copy of the CRD whose reservations are strings only, the schema a
-	// release could narrow to once no ledger holds objects (what serving both forms costs).
+	// observed on each member). Each reservation and each cluster's usage is one string, as karmada-quota writes
+	// them; the same ledgers with each an object, as releases before wrote them (what the apiserver spends per
+	// field, against what it spends per byte: docs/performance.md); and on a copy of the CRD that takes strings only
+	// there, the schema a release could narrow to once no ledger holds objects (what serving both forms costs).
 	if err := installStringsOnlyLedger(ctx, cp.Client); err != nil {
 		b.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func BenchmarkStatusWrite(b *testing.B) {
 	}
 }
 
-// reservationForm is how the status-write benchmark stores a ledger's reservations.
+// reservationForm is how the status-write benchmark stores a ledger's reservations and each cluster's observed usage.
 type reservationForm int
 
 const (
@@ -214,16 +214,22 @@ const (
 	reservationStringsOnlySchema
 )
 
-// stringsOnlyGroup serves a copy of the KarmadaQuotaLedger CRD whose reservations are strings only.
+// stringsOnlyGroup serves a copy of the KarmadaQuotaLedger CRD whose reservations and observed cluster usages are
+// strings only.
 const stringsOnlyGroup = "strings.bench.karmada.io"
 
-// installStringsOnlyLedger installs the KarmadaQuotaLedger CRD again in stringsOnlyGroup, its reservations strings
-// only, and waits until it is served.
+// installStringsOnlyLedger installs the KarmadaQuotaLedger CRD again in stringsOnlyGroup, its reservations and
+// observed cluster usages strings only, and waits until it is served.
 func installStringsOnlyLedger(ctx context.Context, c client.Client) error {
 	return installCopy(ctx, c, "quota.karmada.io_karmadaquotaledgers.yaml", stringsOnlyGroup, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
 		reservations := v.Schema.OpenAPIV3Schema.Properties["reservations"]
 		reservations.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}
 		v.Schema.OpenAPIV3Schema.Properties["reservations"] = reservations
+		observed := v.Schema.OpenAPIV3Schema.Properties["observed"]
+		clusters := observed.Properties["clusters"]
+		clusters.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}
+		observed.Properties["clusters"] = clusters
+		v.Schema.OpenAPIV3Schema.Properties["observed"] = observed
 	})
 }
 
@@ -239,6 +245,18 @@ func ledgerObject(b *testing.B, l *quotav1alpha1.KarmadaQuotaLedger, form reserv
 		list = append(list, entry)
 	}
 	m["reservations"] = list
+	if form == reservationObjects && l.Observed != nil && len(l.Observed.Clusters) > 0 {
+		// As releases before wrote each cluster's observed usage too: an object each.
+		clusters := make([]any, 0, len(l.Observed.Clusters))
+		for _, c := range l.Observed.Clusters {
+			type object quotav1alpha1.ClusterUsed
+			o := object(c)
+			entry, err := apiruntime.DefaultUnstructuredConverter.ToUnstructured(&o)
+			must(b, err)
+			clusters = append(clusters, entry)
+		}
+		must(b, unstructured.SetNestedSlice(m, clusters, "observed", "clusters"))
+	}
 	u := &unstructured.Unstructured{Object: m}
 	group := quotav1alpha1.GroupVersion.Group
 	if form == reservationStringsOnlySchema {
