@@ -123,28 +123,13 @@ func unreadable() predicate.Funcs {
 	}
 }
 
-// listsUnreadable reports whether a ledger lists a reservation or an observed cluster usage that could not be read.
+// listsUnreadable reports whether obj is a ledger listing an entry that could not be read.
 func listsUnreadable(obj client.Object) bool {
-	var state *quotav1alpha1.LedgerState
 	switch o := obj.(type) {
 	case *quotav1alpha1.KarmadaQuotaLedger:
-		state = &o.LedgerState
+		return o.Unreadable()
 	case *quotav1alpha1.KarmadaBusinessQuotaLedger:
-		state = &o.LedgerState
-	default:
-		return false
-	}
-	for _, r := range state.Reservations {
-		if r.Malformed != "" {
-			return true
-		}
-	}
-	if state.Observed != nil {
-		for _, c := range state.Observed.Clusters {
-			if c.Malformed != "" {
-				return true
-			}
-		}
+		return o.Unreadable()
 	}
 	return false
 }

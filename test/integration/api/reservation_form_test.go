@@ -1,22 +1,18 @@
 package api
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -165,7 +161,8 @@ var _ = Describe("Cluster usages written by an earlier release, as objects", fun
 
 	It("survive the schema's change from a list keyed by name to an atomic list of strings", func() {
 		const group = "upgrade.test.karmada.io"
-		crd := ledgerCRDCopy(group)
+		crd, err := testenv.ChartCRDInGroup("quota.karmada.io_karmadaquotaledgers.yaml", group)
+		Expect(err).NotTo(HaveOccurred())
 		current := crd.DeepCopy()
 		By("serving the schema releases before had: an object per cluster, keyed by name")
 		for i := range crd.Spec.Versions {
@@ -208,15 +205,3 @@ var _ = Describe("Cluster usages written by an earlier release, as objects", fun
 		Expect(list).To(Equal([]any{"member1:cpu=2", "member2:cpu=1"}))
 	})
 })
-
-// ledgerCRDCopy is the chart's KarmadaQuotaLedger CRD, in group instead of quota.karmada.io.
-func ledgerCRDCopy(group string) *apiextensionsv1.CustomResourceDefinition {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", "quota.karmada.io_karmadaquotaledgers.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	Expect(yaml.Unmarshal(raw, crd)).To(Succeed())
-	crd.Name = crd.Spec.Names.Plural + "." + group
-	crd.Spec.Group = group
-	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
-	return crd
-}

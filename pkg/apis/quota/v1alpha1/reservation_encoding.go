@@ -245,3 +245,21 @@ func ParseClusterUsed(s string) (ClusterUsed, error) {
 	}
 	return ClusterUsed{Name: name, Used: used}, nil
 }
+
+// Unreadable reports whether the ledger lists a reservation or an observed cluster usage that could not be read
+// (Malformed): hand-edited, since the schema takes any entry there.
+func (s *LedgerState) Unreadable() bool {
+	for _, r := range s.Reservations {
+		if r.Malformed != "" {
+			return true
+		}
+	}
+	if s.Observed != nil {
+		for _, c := range s.Observed.Clusters {
+			if c.Malformed != "" {
+				return true
+			}
+		}
+	}
+	return false
+}

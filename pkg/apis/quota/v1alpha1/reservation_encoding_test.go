@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,19 +175,23 @@ func FuzzParseReservation(f *testing.F) {
 	}
 	f.Add("v1 K n u 1 2 - c:")
 	f.Add("v1 K a/b/c u -1 -2 cpu=1e3")
-	f.Fuzz(func(t *testing.T, s string) {
-		r, err := ParseReservation(s)
-		if err != nil {
-			return
-		}
-		back, err := ParseReservation(r.String())
-		if err != nil {
-			t.Fatalf("%q read, written as %q, which does not read: %v", s, r.String(), err)
-		}
-		if !equality.Semantic.DeepEqual(r, back) {
-			t.Fatalf("%q read as %+v, written and read again as %+v", s, r, back)
-		}
-	})
+	f.Fuzz(func(t *testing.T, s string) { rereads(t, s, ParseReservation) })
+}
+
+// rereads checks that s, if parse reads it, is written back as a string that reads the same.
+func rereads[T fmt.Stringer](t *testing.T, s string, parse func(string) (T, error)) {
+	t.Helper()
+	read, err := parse(s)
+	if err != nil {
+		return
+	}
+	back, err := parse(read.String())
+	if err != nil {
+		t.Fatalf("%q read, written as %q, which does not read: %v", s, read.String(), err)
+	}
+	if !equality.Semantic.DeepEqual(read, back) {
+		t.Fatalf("%q read as %+v, written and read again as %+v", s, read, back)
+	}
 }
 
 // TestClusterUsedEncoding: a cluster's observed usage is stored as one string and read back as written; the object
@@ -261,17 +266,5 @@ func FuzzParseClusterUsed(f *testing.F) {
 	f.Add("member1:cpu=1500m,memory=15Gi")
 	f.Add("member2:-")
 	f.Add("a:b:c=1e3")
-	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParseClusterUsed(s)
-		if err != nil {
-			return
-		}
-		back, err := ParseClusterUsed(c.String())
-		if err != nil {
-			t.Fatalf("%q read, written as %q, which does not read: %v", s, c.String(), err)
-		}
-		if !equality.Semantic.DeepEqual(c, back) {
-			t.Fatalf("%q read as %+v, written and read again as %+v", s, c, back)
-		}
-	})
+	f.Fuzz(func(t *testing.T, s string) { rereads(t, s, ParseClusterUsed) })
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -20,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karmada-quota/karmada-quota/internal/testenv"
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -427,17 +424,10 @@ func installSchemaless(ctx context.Context, c client.Client) error {
 // installCopy installs the chart's CRD in file again in group, each version changed by change, and waits until
 // it is served.
 func installCopy(ctx context.Context, c client.Client, file, group string, change func(*apiextensionsv1.CustomResourceDefinitionVersion)) error {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "charts", "karmada-quota", "files", "crds", file))
+	crd, err := testenv.ChartCRDInGroup(file, group)
 	if err != nil {
 		return err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(raw, crd); err != nil {
-		return err
-	}
-	crd.Name = crd.Spec.Names.Plural + "." + group
-	crd.Spec.Group = group
-	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
 	for i := range crd.Spec.Versions {
 		change(&crd.Spec.Versions[i])
 	}
