@@ -70,7 +70,9 @@ func (e *Environment) QuotaValues(extra map[string]any) (map[string]any, error) 
 	values := map[string]any{
 		"image": map[string]any{"registry": registry, "tag": tag},
 		// The members are read every few seconds here, so that a demo or a test sees them without waiting a minute.
-		"controller": map[string]any{"memberSampling": map[string]any{"interval": "5s", "grace": "15s"}},
+		// The controller logs at V(2): its rare decisions about Works that lag their bindings (a shrink read past the
+		// view, a Work left behind) are what the logs of a failed run must show.
+		"controller": map[string]any{"logVerbosity": 2, "memberSampling": map[string]any{"interval": "5s", "grace": "15s"}},
 	}
 	mergeValues(values, extra)
 	return values, nil

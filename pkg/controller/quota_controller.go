@@ -82,6 +82,8 @@ type QuotaReconciler struct {
 	works *workView
 	// shrinks are the bindings that shrank on a member before works caught up with their Work there (shrinks.go).
 	shrinks *shrinks
+	// leftBehind are the Works recounts found on clusters their binding had left (leftbehind.go); nil knows of none.
+	leftBehind *leftBehind
 	// holdings reads what bindings' objects hold on members (held.go); nil counts none.
 	holdings *templates.Reader[usage.Held]
 	// evictionTimeout is when an eviction naming no grace period ends (Options.EvictionTimeout).
@@ -191,10 +193,24 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	}
 
 	now := r.clock.Now()
-	tally := quota.Recount(ledger, quota.Observation{
+	observation := quota.Observation{
 		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Works: works, Held: held,
 		EvictionTimeout: r.evictionTimeout, Gone: r.deleted.has, Now: now,
-	})
+	}
+	if r.leftBehind != nil {
+		observation.LeftBehind = func(w *quota.ObservedWork) bool {
+			if !r.leftBehind.has(w) {
+				return false
+			}
+			ctrl.LoggerFrom(ctx).V(2).Info("Work left behind on a cluster its binding is back on: charged what the binding places there until Karmada rewrites it",
+				"work", klog.KRef(w.Namespace, w.Name), "generation", w.Generation, "binding", klog.KRef(w.BindingNamespace, w.Binding))
+			return true
+		}
+	}
+	tally := quota.Recount(ledger, observation)
+	if r.leftBehind != nil {
+		r.leftBehind.note(tally.LeftBehind)
+	}
 	for _, bad := range tally.Malformed {
 		ctrl.LoggerFrom(ctx).V(2).Info("Binding ignored: no quota can count it", "binding", klog.KRef(bad.Namespace, bad.Binding), "err", bad.Err)
 	}

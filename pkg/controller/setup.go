@@ -171,6 +171,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		holdings:        interpreter.NewHeldReader(mgr.GetAPIReader(), interpreter.HeldCacheSize),
 		evictionTimeout: opts.EvictionTimeout,
 		shrinks:         newShrinks(),
+		leftBehind:      newLeftBehind(opts.Clock.Now),
 	}
 
 	bindingInformer, err := mgr.GetCache().GetInformer(ctx, &workv1alpha2.ResourceBinding{})
@@ -200,7 +201,10 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		case workChanged <- event.TypedGenericEvent[client.Object]{Object: &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}}}:
 		case <-ctx.Done():
 		}
-	}, r.deleted.add); err != nil {
+	}, func(uid types.UID) {
+		r.deleted.add(uid)
+		r.leftBehind.forget(uid)
+	}); err != nil {
 		return "work view", err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

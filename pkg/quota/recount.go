@@ -54,6 +54,10 @@ type Observation struct {
 	EvictionTimeout time.Duration
 	// Gone reports whether a binding or Work UID was deleted, to settle its reservations at once; nil knows of none.
 	Gone func(types.UID) bool
+	// LeftBehind reports whether an earlier recount saw this Work, at its generation, left behind on a cluster its
+	// binding had left (Tally.LeftBehind), not long ago: back on that cluster, the binding is charged there what it
+	// places, not what that Work still asks. nil knows of none.
+	LeftBehind func(w *ObservedWork) bool
 	// Now decides what has expired.
 	Now time.Time
 }
@@ -95,6 +99,10 @@ type Tally struct {
 	FoldedExpired Folded
 	// Malformed are the bindings no quota can count.
 	Malformed []Malformed
+	// LeftBehind are the Works on clusters their binding no longer targets that Karmada has not begun deleting yet:
+	// what they ask was not charged, and the room they held is given back. The controller remembers them for the
+	// recounts that follow (Observation.LeftBehind).
+	LeftBehind []WorkVersion
 	// Namespaces splits Used by namespace, for a business quota (nil for a namespace's own quota, whose Used is
 	// its namespace's); a namespace using nothing the quota limits is absent.
 	Namespaces map[string]resources.List
@@ -109,6 +117,12 @@ type Tally struct {
 	// UntilExpiry is when the first reservation left, or the folded sum, expires; 0 when none is left. A write that
 	// never happens produces no event, so the controller comes back by itself to release what it held.
 	UntilExpiry time.Duration
+}
+
+// WorkVersion is a Work at one generation.
+type WorkVersion struct {
+	UID        types.UID
+	Generation int64
 }
 
 // Malformed is a binding no quota can count, and why (usage.Of).
@@ -173,7 +187,19 @@ func Recount(l *Ledger, o Observation) Tally {
 			// not update it, and sends the binding's placement there in a new Work once it is gone. A binding that
 			// left a cluster and comes back while its old Work is still being deleted (the member unreachable) is
 			// admitted what it places there, and charging the old Work's ask would take more than was admitted.
-			if w.Deleting || !RenderedFrom(rb, w.BindingID) || !Targets(rb, w.Cluster) {
+			if w.Deleting || !RenderedFrom(rb, w.BindingID) {
+				continue
+			}
+			if !Targets(rb, w.Cluster) {
+				t.LeftBehind = append(t.LeftBehind, WorkVersion{UID: w.UID, Generation: w.Generation})
+				continue
+			}
+			// The same holds for a Work left behind that Karmada has neither deleted nor rewritten yet when its
+			// binding comes back: the room it held was given back when the binding left, the return was admitted
+			// what it places, and Karmada rewrites that Work to it. Charging the old ask meanwhile would count, for
+			// the moment of Karmada's lag, more than any admission allowed (measured in the fault suite: a quota
+			// at hard read 500m over it for a scale down and up within Karmada's lag).
+			if o.LeftBehind != nil && o.LeftBehind(w) {
 				continue
 			}
 			if u.Works == nil {

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -601,6 +602,47 @@ func TestRecountWorksOfAClusterLeft(t *testing.T) {
 	}
 	if len(got.Settled) != 1 {
 		t.Errorf("settled %v, want the Work's reservation", got.Settled)
+	}
+}
+
+// TestRecountWorksLeftBehind: a Work of a cluster its binding left is reported left behind (it was charged nothing);
+// once the binding is back there, that Work is charged what the binding places while the controller still knows it
+// left behind and unchanged (Observation.LeftBehind), and what it asks otherwise.
+func TestRecountWorksLeftBehind(t *testing.T) {
+	q := utiltesting.MakeQuota("ns", "team").Hard(list("cpu", "10"))
+	away := utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1")).Cluster("member2", 1)
+	old := observedWork("web", "member1", 3, asked("member1", "", 2, 1000))
+	deleting := observedWork("web", "member3", 1, asked("member3", "", 2, 1000))
+	deleting.Deleting = true
+	got := Recount(newLedger(t, q.Obj()), Observation{
+		Bindings: bindingsOf([]*utiltesting.BindingWrapper{away}), Works: []ObservedWork{old, deleting}, Now: now,
+	})
+	if got.Used[requestsCPU] != 1000 {
+		t.Errorf("used cpu %dm, want 1000m: member2's placement alone", got.Used[requestsCPU])
+	}
+	if want := []WorkVersion{{UID: old.UID, Generation: 3}}; !reflect.DeepEqual(got.LeftBehind, want) {
+		t.Errorf("left behind %v, want %v: the Work Karmada is not deleting yet", got.LeftBehind, want)
+	}
+
+	back := utiltesting.MakeBinding("ns", "web").Requests(list("cpu", "1")).Cluster("member2", 1).Cluster("member1", 1)
+	for _, tc := range []struct {
+		name       string
+		leftBehind func(*ObservedWork) bool
+		want       int64
+	}{
+		{"known left behind", func(w *ObservedWork) bool { return w.UID == old.UID && w.Generation == 3 }, 2000},
+		{"not known", nil, 3000},
+		{"known, but not this Work", func(w *ObservedWork) bool { return false }, 3000},
+	} {
+		got := Recount(newLedger(t, q.Obj()), Observation{
+			Bindings: bindingsOf([]*utiltesting.BindingWrapper{back}), Works: []ObservedWork{old}, LeftBehind: tc.leftBehind, Now: now,
+		})
+		if got.Used[requestsCPU] != tc.want {
+			t.Errorf("%s: used cpu %dm, want %dm", tc.name, got.Used[requestsCPU], tc.want)
+		}
+		if len(got.LeftBehind) != 0 {
+			t.Errorf("%s: left behind %v, want none: the binding targets the Work's cluster", tc.name, got.LeftBehind)
+		}
 	}
 }
 

@@ -774,7 +774,28 @@ func expectQuotaTrue(ns, name string) {
 		truth := trueUsage(g, q)
 		g.Expect(canonical(q.Status.Used)).To(Equal(truth), "status.used")
 		g.Expect(statusClusters(q.Status)).To(Equal(trueClusterUsage(g, q)), "status.clusters")
-	}).WithTimeout(settleTimeout).WithPolling(poll).Should(Succeed(), "quota %s/%s true", ns, name)
+	}).WithTimeout(settleTimeout).WithPolling(poll).Should(Succeed(), func() string {
+		// Told only on failure: per member the quota counts the larger of what a binding places and what its Work
+		// asks, so a count the bindings do not explain names a Work.
+		return fmt.Sprintf("quota %s/%s true; last read %s", ns, name, describeNow(ns, name))
+	})
+}
+
+// describeNow is describeOver for the quota as it is now.
+func describeNow(ns, name string) string {
+	q := &quotav1alpha1.KarmadaQuota{}
+	stored := &quotav1alpha1.KarmadaQuotaLedger{}
+	var bindings workv1alpha2.ResourceBindingList
+	if err := karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, q); err != nil {
+		return err.Error()
+	}
+	if err := karmada.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, stored); err != nil {
+		stored = nil
+	}
+	if err := karmada.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	return describeOver(q, stored, bindings.Items)
 }
 
 // trueClusterUsage sums, per member cluster, what the quota counts of the namespace's bindings there, only the

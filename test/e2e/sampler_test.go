@@ -154,8 +154,8 @@ func describeOver(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQu
 	}
 	for i := range bindings {
 		rb := &bindings[i]
-		fmt.Fprintf(&b, "  binding %s generation %d resourceVersion %s deleting %t: %v\n", rb.Name, rb.Generation, rb.ResourceVersion,
-			rb.DeletionTimestamp != nil, rb.Spec.Clusters)
+		fmt.Fprintf(&b, "  binding %s id %s generation %d resourceVersion %s deleting %t: %v\n", rb.Name,
+			rb.Labels[workv1alpha2.ResourceBindingPermanentIDLabel], rb.Generation, rb.ResourceVersion, rb.DeletionTimestamp != nil, rb.Spec.Clusters)
 	}
 	var works workv1alpha1.WorkList
 	if err := karmada.List(ctx, &works); err == nil {
@@ -174,8 +174,9 @@ func describeOver(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQu
 				_ = json.Unmarshal(m.Raw, &obj)
 				replicas = append(replicas, obj.Spec.Replicas)
 			}
-			fmt.Fprintf(&b, "  Work %s/%s of %s generation %d resourceVersion %s deleting %t: replicas %v\n", w.Namespace, w.Name,
-				w.Annotations[workv1alpha2.ResourceBindingNameAnnotationKey], w.Generation, w.ResourceVersion, w.DeletionTimestamp != nil, replicas)
+			fmt.Fprintf(&b, "  Work %s/%s of %s id %s generation %d resourceVersion %s deleting %t: replicas %v\n", w.Namespace, w.Name,
+				w.Annotations[workv1alpha2.ResourceBindingNameAnnotationKey], w.Labels[workv1alpha2.ResourceBindingPermanentIDLabel],
+				w.Generation, w.ResourceVersion, w.DeletionTimestamp != nil, replicas)
 		}
 	}
 	return b.String()

@@ -277,37 +277,8 @@ var _ = Describe("Reservations", func() {
 
 	It("of a Work asking more than its binding places are settled in the write that charges the Work", func() {
 		startController(controller.Options{}, 0)
-		ns := newNamespace()
-		execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName("member1")}}
-		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, execution))).To(Succeed())
-		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
-		d, err := framework.CreateDeployment(ctx, k8s, ns, "web", "", "1")
-		Expect(err).NotTo(HaveOccurred())
-		rb := mustCreate(framework.BindingOf(d))
-		Expect(place(rb, cluster("member1", 2), cluster("member2", 2))).To(Succeed())
-
 		// What Karmada's binding controller renders for member1 under an OverridePolicy setting 2 CPU there.
-		manifest, err := json.Marshal(map[string]any{
-			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"namespace": ns, "name": "web"},
-			"spec": map[string]any{"replicas": 2, "template": map[string]any{"spec": map[string]any{
-				"containers": []any{map[string]any{"name": "web", "image": "web",
-					"resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
-			}}},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		work := &workv1alpha1.Work{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: execution.Name, Name: names.GenerateWorkName("Deployment", "web", ns),
-				Annotations: map[string]string{
-					workv1alpha2.ResourceBindingNamespaceAnnotationKey: ns,
-					workv1alpha2.ResourceBindingNameAnnotationKey:      rb.Name,
-				},
-			},
-			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest}}}}},
-		}
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, work))).To(Succeed()) })
-		Expect(k8s.Create(ctx, work)).To(Succeed())
+		ns, _, work := webWithWork("2")
 
 		// member1 runs 4 CPU where 2 are placed, member2 the 2 placed: 6 used, nothing left reserved.
 		Eventually(func(g Gomega) {
@@ -322,6 +293,38 @@ var _ = Describe("Reservations", func() {
 		// Gone, the Work is charged no more: its binding's placement is.
 		Expect(k8s.Delete(ctx, work)).To(Succeed())
 		Eventually(func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }).WithTimeout(5 * time.Second).Should(Equal("4"))
+	})
+
+	It("of a binding back on a member before Karmada rewrote its old Work there charge the placement, not the old Work", func() {
+		startController(controller.Options{}, 0)
+		ns, rb, work := webWithWork("1")
+		usedCPU := func() string { return getQuota(ns, "team").Status.Used.Cpu().String() }
+		Eventually(usedCPU).WithTimeout(5 * time.Second).Should(Equal("4"))
+
+		By("the binding leaves member1; Karmada has not deleted the Work there yet: its room is given back")
+		Expect(place(rb, cluster("member2", 2))).To(Succeed())
+		Eventually(usedCPU).WithTimeout(5 * time.Second).Should(Equal("2"))
+
+		By("back on member1 with 1 replica before Karmada deleted or rewrote that Work: charged the placement")
+		Expect(place(rb, cluster("member1", 1), cluster("member2", 2))).To(Succeed())
+		Eventually(usedCPU).WithTimeout(5 * time.Second).Should(Equal("3"))
+		Consistently(usedCPU).WithTimeout(2 * time.Second).Should(Equal("3"))
+
+		By("not rewritten within the bound, the old Work is charged as it asks: the member runs it")
+		clock.Step(11 * time.Second)
+		touch(ns, "team")
+		Eventually(usedCPU).WithTimeout(5 * time.Second).Should(Equal("4"))
+
+		By("rewritten by Karmada to the placement, it asks no more than that")
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current := &workv1alpha1.Work{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(work), current); err != nil {
+				return err
+			}
+			current.Spec = renderedWork(ns, rb, work.Namespace, 1, "1").Spec
+			return k8s.Update(ctx, current)
+		})).To(Succeed())
+		Eventually(usedCPU).WithTimeout(5 * time.Second).Should(Equal("3"))
 	})
 
 	It("of a write that failed after admission are held until they expire, then dropped", func() {
@@ -500,6 +503,49 @@ func expectRefused(err error) error {
 
 // touch changes the quota's spec without changing its limits, so the controller reconciles it now.
 // The controller may write the quota's status between the read and the update, so a conflict reads again.
+// webWithWork creates, in a new namespace under a quota of 10 CPU, a Deployment of 1 CPU per pod whose binding places
+// 2 replicas on member1 and 2 on member2, and member1's Work asking 2 pods of cpu each.
+func webWithWork(cpu string) (string, *workv1alpha2.ResourceBinding, *workv1alpha1.Work) {
+	GinkgoHelper()
+	ns := newNamespace()
+	execution := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.GenerateExecutionSpaceName("member1")}}
+	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, execution))).To(Succeed())
+	Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", "10")))).To(Succeed())
+	d, err := framework.CreateDeployment(ctx, k8s, ns, "web", "", "1")
+	Expect(err).NotTo(HaveOccurred())
+	rb := mustCreate(framework.BindingOf(d))
+	Expect(place(rb, cluster("member1", 2), cluster("member2", 2))).To(Succeed())
+	work := renderedWork(ns, rb, execution.Name, 2, cpu)
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, work))).To(Succeed()) })
+	Expect(k8s.Create(ctx, work)).To(Succeed())
+	return ns, rb, work
+}
+
+// renderedWork is the Work Karmada's binding controller renders from rb's Deployment for the member of the
+// execution namespace: replicas pods requesting cpu each.
+func renderedWork(ns string, rb *workv1alpha2.ResourceBinding, execution string, replicas int, cpu string) *workv1alpha1.Work {
+	GinkgoHelper()
+	manifest, err := json.Marshal(map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": ns, "name": rb.Spec.Resource.Name},
+		"spec": map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "web", "image": "web",
+				"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}},
+		}}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: execution, Name: names.GenerateWorkName("Deployment", rb.Spec.Resource.Name, ns),
+			Annotations: map[string]string{
+				workv1alpha2.ResourceBindingNamespaceAnnotationKey: ns,
+				workv1alpha2.ResourceBindingNameAnnotationKey:      rb.Name,
+			},
+		},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: manifest}}}}},
+	}
+}
+
 func touch(ns, name string) {
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		q := getQuota(ns, name)
