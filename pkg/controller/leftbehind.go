@@ -48,8 +48,8 @@ func (l *leftBehind) note(works []quota.WorkVersion) {
 	for _, w := range works {
 		l.works[w.UID] = leftWork{generation: w.Generation, seen: now}
 	}
-	// Pruned on the way in, at most once per bound: a Work no recount sees left behind any more (rewritten,
-	// deleted, or its binding gone before the view told) answers nothing after the bound anyway.
+	// Pruned on the way in, at most once per bound: a Work no recount sees left behind any more (rewritten, or its
+	// binding gone before the view told) answers nothing after the bound anyway, and one deleted is forgotten.
 	if now.Sub(l.pruned) < leftBehindFor {
 		return
 	}
@@ -59,6 +59,13 @@ func (l *leftBehind) note(works []quota.WorkVersion) {
 			delete(l.works, uid)
 		}
 	}
+}
+
+// any reports whether some Work is known left behind.
+func (l *leftBehind) any() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.works) > 0
 }
 
 // has reports whether w, back on a cluster its binding targets again, is a Work left behind there, unchanged

@@ -13,6 +13,9 @@ import (
 func TestLeftBehind(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	l := newLeftBehind(clk.Now)
+	if l.any() {
+		t.Error("a new tracker knows a Work left behind")
+	}
 	work := func(uid string, generation int64) *quota.ObservedWork {
 		return &quota.ObservedWork{UID: types.UID(uid), Generation: generation}
 	}
@@ -51,7 +54,7 @@ func TestLeftBehind(t *testing.T) {
 	l.note([]quota.WorkVersion{{UID: "d", Generation: 1}})
 	clk.SetTime(clk.Now().Add(leftBehindFor))
 	l.note(nil)
-	if len(l.works) != 0 {
+	if len(l.works) != 0 || l.any() {
 		t.Errorf("remembered %v past the bound, want nothing", l.works)
 	}
 }

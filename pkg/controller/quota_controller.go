@@ -197,7 +197,8 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		Bindings: bindings, Unclassified: unclassifiedNames(unclassified), Works: works, Held: held,
 		EvictionTimeout: r.evictionTimeout, Gone: r.deleted.has, Now: now,
 	}
-	if r.leftBehind != nil {
+	// Asked of every Work of a recount, under a lock: only while some Work is known left behind, which is rare.
+	if r.leftBehind != nil && r.leftBehind.any() {
 		observation.LeftBehind = func(w *quota.ObservedWork) bool {
 			if !r.leftBehind.has(w) {
 				return false
@@ -208,7 +209,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		}
 	}
 	tally := quota.Recount(ledger, observation)
-	if r.leftBehind != nil {
+	if r.leftBehind != nil && len(tally.LeftBehind) > 0 {
 		r.leftBehind.note(tally.LeftBehind)
 	}
 	for _, bad := range tally.Malformed {
