@@ -75,7 +75,6 @@ func (s *setup) hostCluster(ctx context.Context) error {
 			"--authentication-kubeconfig", host.Kubeconfig, "--authorization-kubeconfig", host.Kubeconfig,
 			"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(ports[1]),
 			"--tls-cert-file", s.serve.Cert, "--tls-private-key-file", s.serve.Key,
-			"--leader-elect=false",
 		)
 	})
 	g.Go(func() error {

@@ -210,6 +210,11 @@ func (s *setup) karmadaControllers(ctx context.Context) error {
 	)
 }
 
+// kubeControllerManagerArgs are a kube-controller-manager's arguments. It elects a leader, as a kubeadm control
+// plane's does (and so does every kube-scheduler here): one that cannot renew its lease for its renew deadline (10s),
+// as while its apiserver is away, exits, and the supervisor starts it afresh, as a kubelet restarts its static pod.
+// One that rode a member apiserver's minute-long outage out in the same process once stopped giving new namespaces
+// their default ServiceAccount, and that member could not create their pods.
 func (s *setup) kubeControllerManagerArgs(server APIServer, port int, extra ...string) []string {
 	return append([]string{s.bin["kube-controller-manager"],
 		"--kubeconfig", server.Kubeconfig,
@@ -219,7 +224,6 @@ func (s *setup) kubeControllerManagerArgs(server APIServer, port int, extra ...s
 		"--cluster-name", server.Name,
 		"--service-account-private-key-file", s.saKey, "--root-ca-file", s.pki.caFile(),
 		"--use-service-account-credentials=false",
-		"--leader-elect=false",
 	}, extra...)
 }
 

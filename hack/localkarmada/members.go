@@ -49,7 +49,6 @@ func (s *setup) memberComponents(ctx context.Context, members []APIServer) error
 				"--authentication-kubeconfig", m.Kubeconfig, "--authorization-kubeconfig", m.Kubeconfig,
 				"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(ports[1]),
 				"--tls-cert-file", s.serve.Cert, "--tls-private-key-file", s.serve.Key,
-				"--leader-elect=false",
 			); err != nil {
 				return err
 			}

@@ -275,9 +275,31 @@ func TestReconcileFoldsALongList(t *testing.T) {
 	}
 }
 
+// cacheAt makes the reconciler's cache (its client's reads) return q and l as they are, whatever is stored; nil
+// reads the stored one.
+func (f *fixture) cacheAt(q *quotav1alpha1.KarmadaQuota, l *quotav1alpha1.KarmadaQuotaLedger) {
+	f.reconciler.client = interceptor.NewClient(f.client, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			switch o := obj.(type) {
+			case *quotav1alpha1.KarmadaQuota:
+				if q != nil {
+					q.DeepCopyInto(o)
+					return nil
+				}
+			case *quotav1alpha1.KarmadaQuotaLedger:
+				if l != nil {
+					l.DeepCopyInto(o)
+					return nil
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+}
+
 // TestReconcileDecidesOnItsOwnWrite: the cache lags behind the controller's own writes of the status and of the
 // ledger; the next recount starts from what those writes returned instead of losing a race against them, and reads
-// nothing from the apiserver.
+// from the apiserver only the ledger it is about to write, once, after the bindings (the settle's read).
 func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
@@ -291,23 +313,11 @@ func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	frozenQuota.ResourceVersion = "1"
 	frozenLedger := f.mustLedger(t, "team").DeepCopy()
 	frozenLedger.ResourceVersion = "1"
-	apiReads := 0
-	f.reconciler.client = interceptor.NewClient(f.client, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			switch o := obj.(type) {
-			case *quotav1alpha1.KarmadaQuota:
-				frozenQuota.DeepCopyInto(o)
-				return nil
-			case *quotav1alpha1.KarmadaQuotaLedger:
-				frozenLedger.DeepCopyInto(o)
-				return nil
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-	})
+	apiReads := map[string]int{}
+	f.cacheAt(frozenQuota, frozenLedger)
 	f.reconciler.apiReader = interceptor.NewClient(f.client, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			apiReads++
+			apiReads[fmt.Sprintf("%T", obj)]++
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
@@ -334,7 +344,53 @@ func TestReconcileDecidesOnItsOwnWrite(t *testing.T) {
 	if got := counter(metrics.StatusConflicts.WithLabelValues("controller")) - conflicts; got != 0 {
 		t.Errorf("%v status writes lost a race against the controller's own writes", got)
 	}
-	if apiReads != 0 {
-		t.Errorf("%d reads of the apiserver, want none", apiReads)
+	if diff := cmp.Diff(map[string]int{"*v1alpha1.KarmadaQuotaLedger": 1}, apiReads); diff != "" {
+		t.Errorf("reads of the apiserver (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileSettlesOnTheLedgerReadAfterTheBindings: the webhook reserved for a scale-up and the binding was
+// stored with it, and the controller's binding cache shows the scale-up while its ledger cache is older than the
+// reservation (the two caches are not ordered). The recount counts the scale-up, so it settles on the ledger read
+// again from the apiserver before it writes: the reservation goes in the write that counts it, never listed beside
+// it.
+func TestReconcileSettlesOnTheLedgerReadAfterTheBindings(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1)
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10")).Obj()
+	f := newFixture(t, interceptor.Funcs{}, web.Obj(), team, utiltesting.MoveToLedger(team))
+	f.mustReconcile(t, "team")
+	// The ledger cache stays at the first recount's write.
+	cachedLedger := f.mustLedger(t, "team").DeepCopy()
+	f.cacheAt(nil, cachedLedger)
+
+	// The webhook admits web's scale to 3 (2 CPU more, at its next generation), then the binding is stored.
+	rb := f.binding(t, "web")
+	rb.Generation++
+	if err := reserveLate(context.Background(), f.client, cachedLedger, func(l *quotav1alpha1.KarmadaQuotaLedger) {
+		l.Reservations = append(l.Reservations, quotav1alpha1.Reservation{
+			ReservedBy: utiltesting.ReservationOwner(rb), Generation: rb.Generation,
+			Reserved: list("cpu", "2"), ExpirationTime: metav1.NewTime(t0.Add(time.Minute)),
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rb.Spec.Clusters[0].Replicas = 3
+	if err := f.client.Update(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.binding(t, "web").Generation; got != rb.Generation {
+		t.Fatalf("the binding is stored at generation %d, want %d", got, rb.Generation)
+	}
+	f.mustReconcile(t, "team")
+
+	l := f.checkLedgerOf(t, "team")
+	if len(l.Reservations) != 0 {
+		t.Errorf("the ledger lists %+v beside the usage it reserved", l.Reservations)
+	}
+	if diff := cmp.Diff(list("cpu", "3"), l.Observed.Used, statusOpts); diff != "" {
+		t.Errorf("observed used (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(list("cpu", "0"), f.quota(t, "team").Status.Reserved, statusOpts); diff != "" {
+		t.Errorf("reserved (-want +got):\n%s", diff)
 	}
 }

@@ -135,14 +135,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	ledger, err := quota.NewLedger(q, quota.LedgerOf(stored, q))
-	if errors.Is(err, quota.ErrObservedMalformed) {
-		// This recount counts what the ledger observed anew and writes it in place of what could not be read.
-		ctrl.LoggerFrom(ctx).Info("Recounting a quota whose ledger's observed usage cannot be read", "quota", key, "reason", err.Error())
-		withoutObserved := *stored
-		withoutObserved.Observed = nil
-		ledger, err = quota.NewLedger(q, quota.LedgerOf(&withoutObserved, q))
-	}
+	ledger, err := parseLedger(ctx, q, stored)
 	if err != nil {
 		return failed(r.markInvalid(ctx, s, err))
 	}
@@ -209,6 +202,33 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		}
 	}
 	tally := quota.Recount(ledger, observation)
+	write := ledgerWrite(q, stored, ledger, tally)
+	if stored != nil && write != nil {
+		// The ledger was read before the bindings and Works, from a cache that is not ordered with theirs: a
+		// reservation the webhook wrote since may be for a write this recount already counts, and the settle (a
+		// patch that keeps what it did not read) would list it beside that count, charging the admission twice
+		// until the next recount. Read again now, the ledger holds every reservation of every write observed (the
+		// webhook reserves before it admits the write), so the recount settles on that one. Only a recount about
+		// to write pays the read.
+		current, err := r.readLedger(ctx, key, true)
+		if err != nil {
+			return ctrl.Result{}, false, err
+		}
+		if current == nil || current.ResourceVersion != stored.ResourceVersion {
+			reread, err := parseLedger(ctx, q, current)
+			if err != nil {
+				return failed(r.markInvalid(ctx, s, err))
+			}
+			if reread.Fenced() {
+				// A newer spec of the quota was admitted on since it was read: recount that one.
+				return ctrl.Result{}, true, nil
+			}
+			reread.CarryOver(ledger)
+			stored, ledger = current, reread
+			tally = quota.Recount(ledger, observation)
+			write = ledgerWrite(q, stored, ledger, tally)
+		}
+	}
 	if r.leftBehind != nil && len(tally.LeftBehind) > 0 {
 		r.leftBehind.note(tally.LeftBehind)
 	}
@@ -235,7 +255,7 @@ func (r *QuotaReconciler) reconcileOnce(ctx context.Context, req ctrl.Request, f
 		// The ledger first: it settles the reservations and records used in one write, and only then may the
 		// quota's status stop listing reservations an earlier release's webhook wrote there (they are in the
 		// ledger now).
-		written, err := r.writeLedger(ctx, q, stored, ledger, tally)
+		written, err := r.writeLedger(ctx, q, stored, write)
 		if err != nil {
 			return failed(err)
 		}
@@ -393,19 +413,15 @@ func (r *QuotaReconciler) readLedger(ctx context.Context, key types.NamespacedNa
 	return r.writtenLedgers.Newest(stored), nil
 }
 
-// writeLedger writes what the recount settled into the quota's ledger object, when it changed: the reservations
-// left, and the usage observed; it returns the object as stored (nil when it wrote nothing). It creates the ledger
-// of a quota without one that holds reservations (those an earlier release's webhook listed in the quota's status),
-// and replaces one a deleted quota of the same name left, so that the webhook decides on the usage this recount
-// observed. A write that only settles is a patch that keeps
-// what the webhook reserved since the read (quotaio.SettleLedger); any other carries the resourceVersion read, and
-// loses the race to a reservation added since, and the retry reads again.
-func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger,
-	ledger *quota.Ledger, tally quota.Tally) (*quotav1alpha1.KarmadaQuotaLedger, error) {
-	obj := quota.LedgerObject(q, stored)
-	ledger.WriteTo(obj)
-	ledger.WriteObserved(obj, tally.Used, tally.Clusters)
-	if stored != nil && equality.Semantic.DeepEqual(stored, obj) {
+// writeLedger writes what the recount settled into the quota's ledger object (obj, from ledgerWrite; nil when it
+// did not change): the reservations left, and the usage observed; it returns the object as stored (nil when it
+// wrote nothing). It creates the ledger of a quota without one that holds reservations (those an earlier release's
+// webhook listed in the quota's status), and replaces one a deleted quota of the same name left, so that the
+// webhook decides on the usage this recount observed. A write that only settles is a patch that keeps what the
+// webhook reserved since the read (quotaio.SettleLedger); any other carries the resourceVersion read, and loses the
+// race to a reservation added since, and the retry reads again.
+func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored, obj *quotav1alpha1.KarmadaQuotaLedger) (*quotav1alpha1.KarmadaQuotaLedger, error) {
+	if obj == nil {
 		return nil, nil
 	}
 	var err error
@@ -427,6 +443,31 @@ func (r *QuotaReconciler) writeLedger(ctx context.Context, q *quotav1alpha1.Karm
 		r.writtenLedgers.Remember(obj)
 	}
 	return obj, nil
+}
+
+// ledgerWrite is the ledger object a recount writes: stored with the reservations left and the usage observed;
+// nil when that is stored already.
+func ledgerWrite(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger, ledger *quota.Ledger, tally quota.Tally) *quotav1alpha1.KarmadaQuotaLedger {
+	obj := quota.LedgerObject(q, stored)
+	ledger.WriteTo(obj)
+	ledger.WriteObserved(obj, tally.Used, tally.Clusters)
+	if stored != nil && equality.Semantic.DeepEqual(stored, obj) {
+		return nil
+	}
+	return obj
+}
+
+// parseLedger parses the quota and its ledger object for a recount. One whose observed usage cannot be read is
+// parsed without it: the recount counts that usage anew and writes it in place of what could not be read.
+func parseLedger(ctx context.Context, q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuotaLedger) (*quota.Ledger, error) {
+	ledger, err := quota.NewLedger(q, quota.LedgerOf(stored, q))
+	if errors.Is(err, quota.ErrObservedMalformed) {
+		ctrl.LoggerFrom(ctx).Info("Recounting a quota whose ledger's observed usage cannot be read", "quota", klog.KObj(q), "reason", err.Error())
+		withoutObserved := *stored
+		withoutObserved.Observed = nil
+		ledger, err = quota.NewLedger(q, quota.LedgerOf(&withoutObserved, q))
+	}
+	return ledger, err
 }
 
 // announceSettled counts and tells the reservations a recount settled, once its ledger write landed: a lost write

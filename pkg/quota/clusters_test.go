@@ -272,3 +272,26 @@ func TestReplicasThatFit(t *testing.T) {
 		})
 	}
 }
+
+// TestCarryOver: a ledger parsed again from a newer object (the controller's read before it writes) knows what the
+// first parse was told: the member clusters' labels, and the namespaces a business quota governs. Without them it
+// would put no cluster in a group, and settle every reservation of a business quota as of a namespace it left.
+func TestCarryOver(t *testing.T) {
+	q := capped().Obj()
+	again := newLedger(t, q)
+	again.CarryOver(cappedLedger(t, q))
+	if got := again.Groups(map[string]resources.List{"member2": {requestsCPU: 1000}}, []string{"member1", "member2", "member3"}); len(got) != 1 ||
+		!cmp.Equal(got[0].Clusters, []string{"member1", "member2"}) {
+		t.Errorf("groups after CarryOver = %+v, want eu of member1 and member2", got)
+	}
+
+	business := &quotav1alpha1.KarmadaQuota{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "uid-shop", Generation: 1},
+		Spec: quotav1alpha1.KarmadaQuotaSpec{Hard: list("cpu", "10")}}
+	told := newLedger(t, business)
+	told.SetNamespaces(func(ns string) bool { return ns == "dev" })
+	reparsed := newLedger(t, business)
+	reparsed.CarryOver(told)
+	if !reparsed.Governs("dev") || reparsed.Governs("prod") {
+		t.Errorf("after CarryOver the business ledger governs dev %t, prod %t; want dev only", reparsed.Governs("dev"), reparsed.Governs("prod"))
+	}
+}

@@ -196,6 +196,15 @@ func NewLedger(q *quotav1alpha1.KarmadaQuota, stored *quotav1alpha1.KarmadaQuota
 	return l, nil
 }
 
+// CarryOver gives l what from was told after it was parsed (the namespaces a business quota governs, the member
+// clusters' labels): l is the same quota's ledger parsed again from a newer object.
+func (l *Ledger) CarryOver(from *Ledger) {
+	l.selects = from.selects
+	if l.onMembers != nil && from.onMembers != nil {
+		l.onMembers.labelsOf = from.onMembers.labelsOf
+	}
+}
+
 // ErrObservedMalformed is NewLedger's error for a ledger whose observed usage cannot be read: admission fails
 // closed on it, and the controller, which counts that usage anew, recounts without it and writes it again.
 var ErrObservedMalformed = errors.New("the controller's next recount writes it anew")

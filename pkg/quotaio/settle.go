@@ -25,8 +25,10 @@ import (
 //
 // Why this is exact: observed usage is the count of the bindings the recount read, and the patch removes only
 // reservations whose writes that count includes (or that are gone or expired, tested unchanged). A reservation
-// added since the read is for a write the count may or may not include; it stays listed, at worst charging once
-// more until the next recount settles it, never less.
+// added since the read stays listed; it is for a write the count does not include when stored was read after the
+// bindings counted (the controller reads the ledger again from the apiserver before it writes), since the webhook
+// reserves before the write it admits is stored. Read before them, it may be for one the count includes, and is
+// charged twice until the next recount.
 //
 // A refused patch is retried as the compare-and-swap write of obj, which succeeds when the refusal was not a race
 // (or was over reservations an earlier release stored as objects, which never equal their string) and is a

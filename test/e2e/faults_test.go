@@ -228,6 +228,17 @@ var _ = Describe("Faults under load", Label("faults"), Serial, func() {
 		r.note("%s's apiserver down for %s (Karmada reported it not Ready after %s, Ready again %s after it came back)",
 			member, down, notReady, since(downAt)-down)
 		r.finish()
+
+		// The member's kube-controller-manager and kube-scheduler lose their leases while their apiserver is away
+		// and are restarted, as their kubelet would: one that rode the outage out in the same process once kept
+		// running without giving new namespaces their default ServiceAccount, and a later spec waited for pods
+		// the member could not create.
+		By("the member's own controllers work again: a workload in a namespace made after the outage runs there")
+		after := newNamespace("after-outage")
+		onMember := duplicated()
+		onMember.ClusterAffinity.ClusterNames = []string{member}
+		deploy(after, "probe", 1, "100m", "16Mi", onMember)
+		expectMemberRuns(after, member, 1, "100m", "16Mi")
 	})
 })
 

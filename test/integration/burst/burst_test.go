@@ -115,7 +115,7 @@ var _ = Describe("A burst while the controller is away", func() {
 		back := time.Now()
 		c, err := framework.StartController(ctx, cfg, controller.Options{
 			Workers: 4, ResyncPeriod: 2 * time.Second, SettleInterval: controller.DefaultSettleInterval, Clock: clock,
-		}, 0)
+		}, framework.Lag{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })
 		Eventually(func(g Gomega) {

@@ -261,7 +261,7 @@ func createWorkEvents() {
 // the AppliedBusinessQuota of each of its namespaces, then stops it. It starts after every binding exists, so its
 // first count is complete and the golden files never see a partial one.
 func computeStatus() {
-	c, err := framework.StartController(ctx, cfg, controller.Options{ResyncPeriod: time.Hour, Workers: 1, RequeueCooldown: time.Minute}, 0)
+	c, err := framework.StartController(ctx, cfg, controller.Options{ResyncPeriod: time.Hour, Workers: 1, RequeueCooldown: time.Minute}, framework.Lag{})
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { Expect(c.Stop()).To(Succeed()) }()
 	Eventually(func() error {

@@ -69,6 +69,16 @@ func reservationsListed(ns, name string) int {
 	return len(stored.Reservations)
 }
 
+// createRecounted creates a quota of hardCPU CPU and waits until the controller has recounted it (its Ready
+// condition is set).
+func createRecounted(ns, name string, hardCPU int) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, testenv.Quota(ns, name, list("cpu", fmt.Sprint(hardCPU))))).To(Succeed())
+	Eventually(func() *metav1.Condition {
+		return meta.FindStatusCondition(getQuota(ns, name).Status.Conditions, quotav1alpha1.ConditionReady)
+	}).WithTimeout(10 * time.Second).ShouldNot(BeNil())
+}
+
 func mustCreate(b *utiltesting.BindingWrapper) *workv1alpha2.ResourceBinding {
 	GinkgoHelper()
 	rb, err := testenv.CreateBinding(ctx, k8s, b)
@@ -372,11 +382,8 @@ var _ = Describe("Reservations", func() {
 		startController(controller.Options{Workers: 4, ResyncPeriod: 100 * time.Millisecond}, 20*time.Millisecond)
 		ns := newNamespace()
 		const hardCPU = 40
-		Expect(k8s.Create(ctx, testenv.Quota(ns, "team", list("cpu", fmt.Sprint(hardCPU))))).To(Succeed())
 		// The burst starts once the controller is recounting this quota.
-		Eventually(func() *metav1.Condition {
-			return meta.FindStatusCondition(getQuota(ns, "team").Status.Conditions, quotav1alpha1.ConditionReady)
-		}).WithTimeout(10 * time.Second).ShouldNot(BeNil())
+		createRecounted(ns, "team", hardCPU)
 
 		var (
 			stop     atomic.Bool
@@ -448,6 +455,77 @@ var _ = Describe("Reservations", func() {
 			g.Expect(q.Status.Used.Cpu().Cmp(*admitted.Cpu())).To(Equal(0), "settled: used equals what the bindings use")
 		}).WithTimeout(15 * time.Second).Should(Succeed())
 		AddReportEntry("lagging informer", fmt.Sprintf("%d samples, %d recounts during the burst, admitted %s of %d", samples.Load(), recountsDuring, admitted.Cpu(), hardCPU))
+	})
+
+	// The other order: the controller sees a binding write before the reservation its admission wrote a moment
+	// earlier (the informers of bindings and of ledgers are not ordered with each other; a karmada-apiserver
+	// restart re-lists them one after the other). A settle that counts that write and keeps the reservation it did
+	// not read charges the admission twice, and a full quota reads over hard.
+	It("are never charged beside the usage they reserved when the ledger informer lags: used + reserved stays within hard", func() {
+		startLagging(controller.Options{Workers: 4}, framework.Lag{Ledgers: 100 * time.Millisecond})
+		ns := newNamespace()
+		const hardCPU = 10
+		createRecounted(ns, "team", hardCPU)
+
+		var (
+			stop              atomic.Bool
+			samples, over     atomic.Int64
+			firstOver         string
+			ledgerWritesStart = time.Now()
+		)
+		sampler := make(chan struct{})
+		go func() {
+			defer close(sampler)
+			defer GinkgoRecover()
+			for !stop.Load() {
+				q := getQuota(ns, "team")
+				stored, err := framework.Ledger(ctx, k8s, ns, "team")
+				Expect(err).NotTo(HaveOccurred())
+				l, err := quota.NewLedger(q, quota.LedgerOf(stored, q))
+				Expect(err).NotTo(HaveOccurred())
+				samples.Add(1)
+				if sum := l.Used()[requestsCPU] + l.Reserved()[requestsCPU]; sum > hardCPU*1000 && over.Add(1) == 1 {
+					firstOver = fmt.Sprintf("ledger resourceVersion %s: used %dm + reserved %dm (%d reservations), hard %d, %s into the burst",
+						stored.ResourceVersion, l.Used()[requestsCPU], l.Reserved()[requestsCPU], len(stored.Reservations), hardCPU,
+						time.Since(ledgerWritesStart).Round(time.Millisecond))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+
+		var writers sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			writers.Add(1)
+			go func(w int) {
+				defer writers.Done()
+				defer GinkgoRecover()
+				for i := 0; i < 3; i++ {
+					rb := mustCreate(utiltesting.MakeBinding(ns, fmt.Sprintf("w%d-%d", w, i)).Requests(list("cpu", "500m")))
+					for replicas := int32(1); replicas <= 3; replicas++ {
+						// Paced past the controller's settle interval, so that it recounts between admissions.
+						time.Sleep(150 * time.Millisecond)
+						if err := place(rb, cluster("member1", replicas)); err != nil {
+							Expect(apierrors.ReasonForError(err)).To(Equal(metav1.StatusReason("QuotaExceeded")), "%v", err)
+							break
+						}
+					}
+				}
+			}(w)
+		}
+		writers.Wait()
+		// The last admissions' settles, while the ledger informer catches up.
+		time.Sleep(2 * time.Second)
+		stop.Store(true)
+		<-sampler
+		Expect(samples.Load()).To(BeNumerically(">", 100))
+		Expect(over.Load()).To(BeZero(), "a reservation was charged beside the usage it reserved; first: %s", firstOver)
+
+		admitted, _ := trueUsage(ns, list("cpu", "0"))
+		Expect(admitted.Cpu().Value()).To(BeNumerically(">=", hardCPU-1), "the quota filled up (to within one 500m step)")
+		Eventually(func(g Gomega) {
+			g.Expect(reservationsListed(ns, "team")).To(BeZero())
+			g.Expect(getQuota(ns, "team").Status.Used.Cpu().Cmp(*admitted.Cpu())).To(Equal(0), "settled: used equals what the bindings use")
+		}).WithTimeout(15 * time.Second).Should(Succeed())
 	})
 })
 

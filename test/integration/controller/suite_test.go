@@ -52,8 +52,14 @@ var _ = AfterSuite(func() {
 	Expect(framework.StopAll(testEnv, webhooks, cancel)).To(Succeed())
 })
 
-// startController runs a controller for one spec, stopped when the spec ends.
+// startController runs a controller for one spec, stopped when the spec ends; bindingDelay lags its binding
+// informer (framework.Lag).
 func startController(opts controller.Options, bindingDelay time.Duration) {
+	startLagging(opts, framework.Lag{Bindings: bindingDelay})
+}
+
+// startLagging runs a controller for one spec whose informers lag by lag, stopped when the spec ends.
+func startLagging(opts controller.Options, lag framework.Lag) {
 	clock = clocktesting.NewFakeClock(time.Now())
 	if opts.Clock == nil {
 		opts.Clock = clock
@@ -66,7 +72,7 @@ func startController(opts controller.Options, bindingDelay time.Duration) {
 	}
 	// Paced as it ships: binding changes within the interval are recounted together.
 	opts.SettleInterval = controller.DefaultSettleInterval
-	c, err := framework.StartController(ctx, cfg, opts, bindingDelay)
+	c, err := framework.StartController(ctx, cfg, opts, lag)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })
 }

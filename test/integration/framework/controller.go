@@ -10,10 +10,10 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 )
@@ -24,17 +24,27 @@ type Controller struct {
 	done chan error
 }
 
-// StartController runs the real quota controller. bindingDelay, when positive, holds every binding event that
-// long before the controller's cache sees it: a lagging informer, as under load.
-func StartController(ctx context.Context, cfg *rest.Config, opts controller.Options, bindingDelay time.Duration) (*Controller, error) {
+// Lag holds every event of a kind that long before the controller's cache sees it: a lagging informer, as under
+// load. The informers of different kinds are not ordered with each other, and each of them can fall behind.
+type Lag struct {
+	Bindings, Ledgers time.Duration
+}
+
+// StartController runs the real quota controller, its informers lagging by lag.
+func StartController(ctx context.Context, cfg *rest.Config, opts controller.Options, lag Lag) (*Controller, error) {
 	cacheOpts := controller.CacheOptions()
-	if bindingDelay > 0 {
-		cacheOpts.ByObject = map[client.Object]cache.ByObject{
-			&workv1alpha2.ResourceBinding{}: {Transform: func(obj any) (any, error) {
-				time.Sleep(bindingDelay)
-				return controller.TrimBinding(obj)
-			}},
-		}
+	if lag.Bindings > 0 {
+		cacheOpts.ByObject[&workv1alpha2.ResourceBinding{}] = cache.ByObject{Transform: func(obj any) (any, error) {
+			time.Sleep(lag.Bindings)
+			return controller.TrimBinding(obj)
+		}}
+	}
+	if lag.Ledgers > 0 {
+		stripManagedFields := cacheOpts.DefaultTransform
+		cacheOpts.ByObject[&quotav1alpha1.KarmadaQuotaLedger{}] = cache.ByObject{Transform: func(obj any) (any, error) {
+			time.Sleep(lag.Ledgers)
+			return stripManagedFields(obj)
+		}}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,

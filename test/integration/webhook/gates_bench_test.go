@@ -124,7 +124,7 @@ func startBench(b *testing.B) (context.Context, client.Client, *framework.Webhoo
 	}
 	controllerRunning, err := framework.StartController(ctx, cfg, controller.Options{
 		ResyncPeriod: 5 * time.Minute, Workers: 4, SettleInterval: controller.DefaultSettleInterval,
-	}, 0)
+	}, framework.Lag{})
 	if err != nil {
 		_ = framework.StopAll(env, webhooks, cancel)
 		b.Fatal(err)
