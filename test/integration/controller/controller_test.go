@@ -468,10 +468,10 @@ var _ = Describe("Reservations", func() {
 		createRecounted(ns, "team", hardCPU)
 
 		var (
-			stop              atomic.Bool
-			samples, over     atomic.Int64
-			firstOver         string
-			ledgerWritesStart = time.Now()
+			stop          atomic.Bool
+			samples, over atomic.Int64
+			firstOver     string
+			burstStart    = time.Now()
 		)
 		sampler := make(chan struct{})
 		go func() {
@@ -487,7 +487,7 @@ var _ = Describe("Reservations", func() {
 				if sum := l.Used()[requestsCPU] + l.Reserved()[requestsCPU]; sum > hardCPU*1000 && over.Add(1) == 1 {
 					firstOver = fmt.Sprintf("ledger resourceVersion %s: used %dm + reserved %dm (%d reservations), hard %d, %s into the burst",
 						stored.ResourceVersion, l.Used()[requestsCPU], l.Reserved()[requestsCPU], len(stored.Reservations), hardCPU,
-						time.Since(ledgerWritesStart).Round(time.Millisecond))
+						time.Since(burstStart).Round(time.Millisecond))
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
