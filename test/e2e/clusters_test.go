@@ -72,14 +72,10 @@ var _ = Describe("Limits on member clusters", func() {
 			"the Deployment carries an event naming the cluster")
 
 		By("a workload placed only on " + capped + " is refused there; one placed only on " + other + " is admitted")
-		onCapped := duplicated()
-		onCapped.ClusterAffinity.ClusterNames = []string{capped}
-		deploy(ns, "pinned", 1, "500m", "64Mi", onCapped)
+		deploy(ns, "pinned", 1, "500m", "64Mi", onlyOn(capped))
 		message = expectBindingRefused(ns, "pinned", "Deployment")
 		Expect(message).To(ContainSubstring("exceeded quota: compute, cpu in cluster " + capped + ": requested 500m, used 2, reserved 0, hard 2"))
-		onOther := duplicated()
-		onOther.ClusterAffinity.ClusterNames = []string{other}
-		deploy(ns, "elsewhere", 1, "500m", "64Mi", onOther)
+		deploy(ns, "elsewhere", 1, "500m", "64Mi", onlyOn(other))
 		expectPlaced(ns, "elsewhere", "Deployment", map[string]int32{other: 1})
 		atLimit[other] = shownCluster{Used: canonical(list("cpu", "2.5", "pods", "5"))}
 		expectClusters(ns, "compute", canonical(list("cpu", "4.5", "pods", "9")), atLimit)
@@ -184,11 +180,8 @@ var _ = Describe("Limits on member clusters: a member unjoined", Label("unjoin")
 		staysHard, goneHard, groupHard := canonical(list("cpu", "2")), canonical(list("cpu", "1")), canonical(list("cpu", "3"))
 
 		By("web on " + stays + " only, edge on " + gone + " only: 1 CPU each")
-		onStays, onGone := duplicated(), duplicated()
-		onStays.ClusterAffinity.ClusterNames = []string{stays}
-		onGone.ClusterAffinity.ClusterNames = []string{gone}
-		deploy(ns, "web", 2, "500m", "64Mi", onStays)
-		deploy(ns, "edge", 2, "500m", "64Mi", onGone)
+		deploy(ns, "web", 2, "500m", "64Mi", onlyOn(stays))
+		deploy(ns, "edge", 2, "500m", "64Mi", onlyOn(gone))
 		expectPlaced(ns, "web", "Deployment", map[string]int32{stays: 2})
 		expectPlaced(ns, "edge", "Deployment", map[string]int32{gone: 2})
 		expectClusters(ns, "compute", canonical(list("cpu", "2")), map[string]shownCluster{

@@ -235,9 +235,7 @@ var _ = Describe("Faults under load", Label("faults"), Serial, func() {
 		// the member could not create.
 		By("the member's own controllers work again: a workload in a namespace made after the outage runs there")
 		after := newNamespace("after-outage")
-		onMember := duplicated()
-		onMember.ClusterAffinity.ClusterNames = []string{member}
-		deploy(after, "probe", 1, "100m", "16Mi", onMember)
+		deploy(after, "probe", 1, "100m", "16Mi", onlyOn(member))
 		expectMemberRuns(after, member, 1, "100m", "16Mi")
 	})
 })
@@ -270,9 +268,7 @@ var _ = Describe("Faults under load: a member cluster unjoined", Label("faults",
 			scale(ns, "waiting", 24)
 			expectRefused(ns, "waiting")
 			// pinned may only run on the member that leaves: Karmada has nowhere to move it and drops its placement.
-			pinned := duplicated()
-			pinned.ClusterAffinity.ClusterNames = []string{member}
-			deploy(ns, "pinned", 1, "500m", "64Mi", pinned)
+			deploy(ns, "pinned", 1, "500m", "64Mi", onlyOn(member))
 			expectScheduled(ns, "pinned", 1)
 		})
 		r.disruptsKarmada = true

@@ -118,6 +118,13 @@ func duplicated() policyv1alpha1.Placement {
 	}
 }
 
+// onlyOn runs every replica on member alone.
+func onlyOn(member string) policyv1alpha1.Placement {
+	p := duplicated()
+	p.ClusterAffinity.ClusterNames = []string{member}
+	return p
+}
+
 func memberNames() []string {
 	var names []string
 	for _, m := range env.Members {
