@@ -65,7 +65,8 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			trimmed := obj.(*workv1alpha2.ResourceBinding)
+			cached := obj.(*CachedBinding)
+			trimmed := cached.Binding()
 
 			// Held on each member the object is on: the clusters of its dependents count when it has none of its own.
 			held := usage.Held{PerCluster: resources.List{corev1.ResourcePersistentVolumeClaims: 1}}
@@ -105,8 +106,22 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(trimmed, again); diff != "" {
+			if diff := cmp.Diff(trimmed, again.(*CachedBinding).Binding()); diff != "" {
 				t.Errorf("trimming twice changed the binding (-once +twice):\n%s", diff)
+			}
+			if again, err := TrimBinding(cached); err != nil || again != any(cached) {
+				t.Errorf("trimming a CachedBinding gave %v, %v; want it as it came", again, err)
+			}
+
+			// A deep copy is the same binding and shares nothing with the cache's.
+			copied := cached.DeepCopyObject().(*CachedBinding)
+			if diff := cmp.Diff(cached, copied); diff != "" {
+				t.Errorf("the deep copy differs (-cached +copy):\n%s", diff)
+			}
+			if copied.ReplicaRequirements != nil && copied.ReplicaRequirements == cached.ReplicaRequirements ||
+				len(copied.Clusters) > 0 && &copied.Clusters[0] == &cached.Clusters[0] ||
+				copied.Scheduled != nil && copied.Scheduled == cached.Scheduled {
+				t.Error("the deep copy shares what the cached binding holds")
 			}
 		})
 	}
@@ -122,7 +137,7 @@ func TestTrimBindingOfKarmadasBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trimmed := obj.(*workv1alpha2.ResourceBinding)
+	trimmed := obj.(*CachedBinding).Binding()
 	want, err := usage.Of(full)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +172,7 @@ func TestTrimBindingSharesRequirements(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return obj.(*workv1alpha2.ResourceBinding)
+		return obj.(*CachedBinding).Binding()
 	}
 	web := trim(utiltesting.MakeBinding(ns, "web").Replicas(2).Requests(list("cpu", "500m", "memory", "64Mi")))
 	api := trim(utiltesting.MakeBinding(ns, "api").Replicas(5).Requests(list("memory", "64Mi", "cpu", "0.5")))

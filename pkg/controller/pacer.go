@@ -199,8 +199,8 @@ func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqu
 
 // Update implements handler.EventHandler.
 func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	old, ok1 := e.ObjectOld.(*workv1alpha2.ResourceBinding)
-	updated, ok2 := e.ObjectNew.(*workv1alpha2.ResourceBinding)
+	old, ok1 := bindingOf(e.ObjectOld)
+	updated, ok2 := bindingOf(e.ObjectNew)
 	if !ok1 || !ok2 {
 		h.enqueue(ctx, e.ObjectNew, true, q)
 		return

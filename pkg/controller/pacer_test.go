@@ -154,9 +154,10 @@ func TestPacedQuotasOfReleasesSooner(t *testing.T) {
 	p := newPacer(time.Second, 5*time.Second, 0, f.clock.Now)
 	key := types.NamespacedName{Namespace: ns, Name: "team"}
 	h := pacedQuotasOf{quotas: f.client, pacer: p}
-	two := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj()
-	three := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 3).Obj()
-	moved := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member2", 2).Obj()
+	// As the informer hands them over.
+	two := cached(t, utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj())
+	three := cached(t, utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 3).Obj())
+	moved := cached(t, utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member2", 2).Obj())
 	// Each a spec of its own, as the apiserver numbers them.
 	two.Generation, three.Generation, moved.Generation = 1, 2, 3
 
@@ -177,8 +178,9 @@ func TestPacedQuotasOfReleasesSooner(t *testing.T) {
 			h.Update(context.Background(), event.UpdateEvent{ObjectOld: two, ObjectNew: moved}, q)
 		}, want: time.Second},
 		"its status changed alone (same generation)": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			waiting := three.DeepCopy()
-			waiting.Status.SchedulerObservedGeneration = 7
+			waiting := three.DeepCopyObject().(*CachedBinding)
+			waiting.ResourceVersion = "7"
+			waiting.Scheduled = &metav1.Condition{Type: workv1alpha2.Scheduled, Status: metav1.ConditionFalse, Reason: workv1alpha2.BindingReasonQuotaExceeded}
 			h.Update(context.Background(), event.UpdateEvent{ObjectOld: three, ObjectNew: waiting}, q)
 		}, want: 5 * time.Second},
 		"deleted": {send: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -1,9 +1,6 @@
 package controller
 
 import (
-	"context"
-
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -26,7 +23,7 @@ import (
 // refused on that very reservation; without this, it would hold the quota until it expires. Other writes, the
 // webhook's reservations for writes still in flight, pass nothing: they are settled by the binding event their
 // write causes.
-func settleableReservation(bindings client.Reader) predicate.Funcs {
+func settleableReservation(bindings bindingReader) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
 			return settlesAny(bindings, e.Object, nil)
@@ -45,7 +42,7 @@ func settleableReservation(bindings client.Reader) predicate.Funcs {
 }
 
 // settlesAny reports whether obj holds a reservation, not among seen, whose binding write has been observed.
-func settlesAny(bindings client.Reader, obj client.Object, seen map[reservationKey]bool) bool {
+func settlesAny(bindings bindingReader, obj client.Object, seen map[reservationKey]bool) bool {
 	for _, r := range reservationsOf(obj) {
 		if seen[keyOf(r)] {
 			continue
@@ -58,9 +55,8 @@ func settlesAny(bindings client.Reader, obj client.Object, seen map[reservationK
 		if namespace == "" {
 			namespace = obj.GetNamespace()
 		}
-		var rb workv1alpha2.ResourceBinding
-		err := bindings.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: r.ReservedBy.Name}, &rb)
-		if err != nil {
+		rb, err := bindings.Get(types.NamespacedName{Namespace: namespace, Name: r.ReservedBy.Name})
+		if err != nil || rb == nil {
 			continue // not observed yet: its own event will settle it
 		}
 		if (quota.Observed{UID: rb.UID, Generation: rb.Generation}).Settles(quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}) {
@@ -102,8 +98,8 @@ func waitChanged() predicate.Funcs {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldRB, ok1 := e.ObjectOld.(*workv1alpha2.ResourceBinding)
-			newRB, ok2 := e.ObjectNew.(*workv1alpha2.ResourceBinding)
+			oldRB, ok1 := bindingOf(e.ObjectOld)
+			newRB, ok2 := bindingOf(e.ObjectNew)
 			return ok1 && ok2 && (usage.WaitingForQuota(oldRB) != usage.WaitingForQuota(newRB) ||
 				usage.WaitingForMemberRoom(oldRB) != usage.WaitingForMemberRoom(newRB))
 		},

@@ -58,7 +58,7 @@ func TestSettleableReservation(t *testing.T) {
 		"ledger":       func(w *utiltesting.QuotaWrapper) client.Object { return utiltesting.MoveToLedger(w.Obj()) },
 		"quota status": func(w *utiltesting.QuotaWrapper) client.Object { return w.Obj() },
 	}
-	p := settleableReservation(bindings)
+	p := settleableReservation(clientBindings{client: bindings})
 	for name, tc := range cases {
 		for kind, obj := range as {
 			t.Run(kind+": "+name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestWaitChanged(t *testing.T) {
 	p := waitChanged()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := p.Update(event.UpdateEvent{ObjectOld: tc.oldRB.Obj(), ObjectNew: tc.newRB.Obj()}); got != tc.want {
+			if got := p.Update(event.UpdateEvent{ObjectOld: cached(t, tc.oldRB.Obj()), ObjectNew: cached(t, tc.newRB.Obj())}); got != tc.want {
 				t.Errorf("Update() = %v, want %v", got, tc.want)
 			}
 		})

@@ -48,14 +48,15 @@ const (
 	EventBindingRequeued    = "BindingRequeued"
 )
 
-// QuotaReconciler recounts one quota. Bindings come from the manager's cache, and so does the quota, or the object
-// this controller's last status write returned while the cache has not caught up with it. The status write
-// carries the resourceVersion of what was read, so the reservations the webhook wrote a moment ago are settled or
-// kept, never overwritten: a write decided on a stale copy loses the race, and the retry reads the quota from the
-// apiserver.
+// QuotaReconciler recounts one quota. Bindings come from the binding informer's store (bindings), the quota from
+// the manager's cache, or the object this controller's last status write returned while the cache has not caught
+// up with it. The status write carries the resourceVersion of what was read, so the reservations the webhook
+// wrote a moment ago are settled or kept, never overwritten: a write decided on a stale copy loses the race, and
+// the retry reads the quota from the apiserver.
 type QuotaReconciler struct {
 	client    client.Client
 	apiReader client.Reader
+	bindings  bindingReader
 	clock     clock.PassiveClock
 	recorder  record.EventRecorder
 	deleted   *tombstones
@@ -332,15 +333,15 @@ func (r *QuotaReconciler) forget(key types.NamespacedName) {
 // order of namespaces) and, for a scoped quota, reads the priority class of those that lack it (classify),
 // returning those it could not read.
 func (r *QuotaReconciler) readBindings(ctx context.Context, namespaces []string, ledger *quota.Ledger) ([]workv1alpha2.ResourceBinding, [][]workv1alpha2.ResourceBinding, []priorityclass.Failure, error) {
-	// Read-only: the recount never changes a binding and the requeuer copies one before patching it, so the
-	// cache's objects are listed as they are rather than deep-copied, 10,000 of them per recount.
+	// Read-only: the recount never changes a binding and the requeuer copies one before patching it, so what the
+	// bindings share with the cache (their requirements, clusters) is not deep-copied, 10,000 of them per recount.
 	byNamespace := make([][]workv1alpha2.ResourceBinding, len(namespaces))
 	for i, namespace := range namespaces {
-		var bindings workv1alpha2.ResourceBindingList
-		if err := r.client.List(ctx, &bindings, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		bindings, err := r.bindings.InNamespace(namespace)
+		if err != nil {
 			return nil, nil, nil, fmt.Errorf("listing bindings: %w", err)
 		}
-		byNamespace[i] = bindings.Items
+		byNamespace[i] = bindings
 	}
 	var all []workv1alpha2.ResourceBinding
 	switch len(namespaces) {

@@ -131,6 +131,7 @@ func newFixture(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *f
 	f.reconciler = &QuotaReconciler{
 		client:          f.client,
 		apiReader:       f.client,
+		bindings:        clientBindings{client: f.client},
 		clock:           f.clock,
 		recorder:        f.recorder,
 		deleted:         f.deleted,

@@ -178,12 +178,12 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	if err != nil {
 		return "binding informer", err
 	}
+	if r.bindings, err = newCachedBindings(bindingInformer); err != nil {
+		return "binding informer", err
+	}
 	if _, err := bindingInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if rb, ok := obj.(*workv1alpha2.ResourceBinding); ok {
+			if rb, ok := bindingOf(obj); ok {
 				r.deleted.add(rb.UID)
 				r.shrinks.forget(rb.UID)
 			}
@@ -243,17 +243,17 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 		// Spec changes need a recount, and status changed by anyone else is repaired at the next resync. (A webhook
 		// of an earlier release, during an upgrade, writes reservations into status: see settleableReservation.)
 		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, settleableReservation(mgr.GetClient())))).
+			predicate.GenerationChangedPredicate{}, settleableReservation(r.bindings)))).
 		// The webhook writes reservations into the ledger all the time; those need no recount, except one that is
 		// settleable the moment it lands (see settleableReservation). A ledger deleted by hand is written again, one
 		// edited into an entry no reader can read is recounted (see unreadable).
 		Watches(&quotav1alpha1.KarmadaQuotaLedger{}, &handler.EnqueueRequestForObject{},
-			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted(), unreadable()))).
+			builder.WithPredicates(predicate.Or(settleableReservation(r.bindings), deleted(), unreadable()))).
 		// A business quota is recounted by the same reconciler: its requests are its name, without a namespace.
 		Watches(&quotav1alpha1.KarmadaBusinessQuota{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&quotav1alpha1.KarmadaBusinessQuotaLedger{}, &handler.EnqueueRequestForObject{},
-			builder.WithPredicates(predicate.Or(settleableReservation(mgr.GetClient()), deleted(), unreadable()))).
+			builder.WithPredicates(predicate.Or(settleableReservation(r.bindings), deleted(), unreadable()))).
 		// A namespace labelled into a business brings its usage along; one labelled out, or deleted, takes it away.
 		Watches(quotaio.NamespaceMetadata(), handler.EnqueueRequestsFromMapFunc(everyBusinessQuota(mgr.GetClient())),
 			builder.WithPredicates(namespaceMoved())).
