@@ -146,18 +146,14 @@ func (c *CachedBinding) DeepCopyObject() runtime.Object {
 	if c == nil {
 		return nil
 	}
-	rb := c.Binding().DeepCopy()
-	out := &CachedBinding{
-		ObjectMeta: rb.ObjectMeta, PermanentID: c.PermanentID, Resource: rb.Spec.Resource,
-		ReplicaRequirements: rb.Spec.ReplicaRequirements, Replicas: rb.Spec.Replicas, Components: rb.Spec.Components,
-		Clusters: rb.Spec.Clusters, SchedulePriority: rb.Spec.SchedulePriority,
-		GracefulEvictionTasks: rb.Spec.GracefulEvictionTasks, RequiredBy: rb.Spec.RequiredBy,
+	// The spec's generated deep copy copies every field of it c keeps.
+	spec := c.Binding().Spec.DeepCopy()
+	return &CachedBinding{
+		ObjectMeta: *c.ObjectMeta.DeepCopy(), PermanentID: c.PermanentID, Resource: spec.Resource,
+		ReplicaRequirements: spec.ReplicaRequirements, Replicas: spec.Replicas, Components: spec.Components,
+		Clusters: spec.Clusters, SchedulePriority: spec.SchedulePriority,
+		GracefulEvictionTasks: spec.GracefulEvictionTasks, RequiredBy: spec.RequiredBy, Scheduled: c.Scheduled.DeepCopy(),
 	}
-	out.Labels = nil
-	if c.Scheduled != nil {
-		out.Scheduled = c.Scheduled.DeepCopy()
-	}
-	return out
 }
 
 // bindingOf is the ResourceBinding an informer event carries: the one a CachedBinding keeps, or the binding itself
