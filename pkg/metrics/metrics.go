@@ -3,7 +3,9 @@
 // in place: the new name is added beside the old one, and the old one is documented as deprecated until it goes.
 //
 // Each binary registers only the series it produces (RegisterWebhook, RegisterController, RegisterOperator), so
-// none exports another's counters stuck at zero.
+// none exports another's counters stuck at zero. quota-controller's per-quota series, tens of thousands at
+// thousands of quotas, are not registered: its /metrics (Server, Handler) writes them straight from the leader's
+// snapshots and the stored quotas after the registry's.
 //
 // A KarmadaBusinessQuota is exported under the same quota families as a KarmadaQuota, with its name as quota and an
 // empty namespace, which Prometheus stores as no namespace label at all: namespace="" selects business quotas,
@@ -192,7 +194,7 @@ func StatusWriteConflict(writer string) {
 	StatusConflicts.WithLabelValues(writer).Inc()
 }
 
-// QuotaSnapshot is what the leader's collector exports for one quota, in base units (cores, bytes, counts), as of
+// QuotaSnapshot is what the leader exports for one quota, in base units (cores, bytes, counts), as of
 // its last recount. A KarmadaBusinessQuota's has an empty Namespace and fills Namespaces.
 type QuotaSnapshot struct {
 	// Namespace is the KarmadaQuota's namespace; empty for a KarmadaBusinessQuota, which is cluster-scoped.
@@ -331,7 +333,7 @@ func (s *QuotaSnapshot) SetClusterEvicting(cluster string, evicting map[string]f
 	s.ClustersEvictingUntil[cluster] = until
 }
 
-// QuotaSource hands the collector the current snapshots at scrape time.
+// QuotaSource hands a scrape the current snapshots (Handler).
 type QuotaSource interface {
 	Snapshots() []QuotaSnapshot
 }
@@ -347,176 +349,9 @@ type StoredQuota struct {
 	Ready bool
 }
 
-// StoredQuotaSource hands the collector the quotas as stored, at scrape time.
+// StoredQuotaSource hands a scrape the quotas as stored (Handler). The scrape may reorder the slice it is handed.
 type StoredQuotaSource interface {
 	StoredQuotas() []StoredQuota
-}
-
-var (
-	quotaLabels   = []string{"namespace", "quota"}
-	resourceLabel = []string{"namespace", "quota", "resource"}
-
-	hardDesc           = prometheus.NewDesc(namespace+"_hard", "Hard limit of a quota, in base units.", resourceLabel, nil)
-	usedDesc           = prometheus.NewDesc(namespace+"_used", "Observed usage against a quota, in base units.", resourceLabel, nil)
-	reservedDesc       = prometheus.NewDesc(namespace+"_reserved", "Admitted but not yet observed usage against a quota, in base units.", resourceLabel, nil)
-	clusterUsedDesc    = prometheus.NewDesc(namespace+"_cluster_used", "Observed usage against a quota in one member cluster, in base units.", []string{"namespace", "quota", "cluster", "resource"}, nil)
-	clusterRunningDesc = prometheus.NewDesc(namespace+"_cluster_running",
-		"What the pods of a quota's namespace request in one member cluster, read from the member, in base units: above cluster_used, the member runs more than the quota charges.",
-		[]string{"namespace", "quota", "cluster", "resource"}, nil)
-	clusterEvictingDesc = prometheus.NewDesc(namespace+"_cluster_evicting",
-		"The part of cluster_used that runs in one member cluster only until Karmada's graceful eviction from it ends (a failover keeps what it moved away until the replacement is healthy or the grace period ends), in base units. Absent where nothing is evicted.",
-		[]string{"namespace", "quota", "cluster", "resource"}, nil)
-	clusterEvictingUntilDesc = prometheus.NewDesc(namespace+"_cluster_evicting_until_timestamp_seconds",
-		"When the last of what cluster_evicting counts in one member cluster goes at the latest, as Unix time. Absent while one of them is held until released (purgeMode Never), and where nothing is evicted.",
-		[]string{"namespace", "quota", "cluster"}, nil)
-	clusterHardDesc = prometheus.NewDesc(namespace+"_cluster_hard",
-		"Hard limit of a quota in one member cluster (spec.clusters), in base units. Absent for a cluster without a limit of its own.",
-		[]string{"namespace", "quota", "cluster", "resource"}, nil)
-	clusterReservedDesc = prometheus.NewDesc(namespace+"_cluster_reserved",
-		"Admitted but not yet observed usage against a quota in one member cluster, for the resources a cluster or group limit counts, in base units.",
-		[]string{"namespace", "quota", "cluster", "resource"}, nil)
-	groupHardDesc = prometheus.NewDesc(namespace+"_group_hard",
-		"Hard limit of a quota in one group of member clusters (spec.clusterGroups), over the clusters it selects together, in base units.",
-		[]string{"namespace", "quota", "group", "resource"}, nil)
-	groupUsedDesc = prometheus.NewDesc(namespace+"_group_used",
-		"Observed usage against a quota in one group of member clusters, summed over the clusters it selects now, in base units.",
-		[]string{"namespace", "quota", "group", "resource"}, nil)
-	groupReservedDesc = prometheus.NewDesc(namespace+"_group_reserved",
-		"Admitted but not yet observed usage against a quota in one group of member clusters, summed over the clusters it selects now, in base units.",
-		[]string{"namespace", "quota", "group", "resource"}, nil)
-	waitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting",
-		"Bindings of the quota's namespace waiting with Scheduled=False, QuotaExceeded that still need something this quota limits, as of the last recount.", quotaLabels, nil)
-	unclassifiedDesc = prometheus.NewDesc(namespace+"_bindings_unclassified",
-		"Bindings of a PriorityClass-scoped quota's namespace whose priority class could not be read, as of the last recount: the quota does not count them.", quotaLabels, nil)
-	membersRunningMoreDesc = prometheus.NewDesc(namespace+"_members_running_more",
-		"1 while some member cluster has run more than a quota charges there for longer than the controller's grace (its MembersWithinQuota condition is False), 0 while not. Absent while the members are not read.", quotaLabels, nil)
-	oldestWaitingDesc = prometheus.NewDesc(namespace+"_bindings_waiting_oldest_timestamp_seconds",
-		"When the longest-waiting binding counted in bindings_waiting was refused (its Scheduled condition's lastTransitionTime), as Unix time. Absent when none waits.", quotaLabels, nil)
-	businessNamespaceUsedDesc = prometheus.NewDesc(namespace+"_business_namespace_used",
-		"Observed usage of one namespace a KarmadaBusinessQuota selects against that business quota (quota: the business quota's name; namespace: the selected namespace), in base units; every resource the quota limits, 0 included. Absent once the namespace leaves the business.",
-		resourceLabel, nil)
-
-	generationDesc = prometheus.NewDesc(namespace+"_metadata_generation",
-		"metadata.generation of a quota, as this controller replica's cache holds it.", quotaLabels, nil)
-	observedGenerationDesc = prometheus.NewDesc(namespace+"_status_observed_generation",
-		"status.observedGeneration of a quota, as this controller replica's cache holds it; behind metadata_generation while a spec change is not counted yet.", quotaLabels, nil)
-	readyDesc = prometheus.NewDesc(namespace+"_status_ready",
-		"1 when a quota's Ready condition is True, else 0, as this controller replica's cache holds it.", quotaLabels, nil)
-)
-
-// quotaCollector exports the leader's view of each quota, read at scrape time from the state of its last recount,
-// so a deleted quota's series vanish with it. Standbys recount nothing and export nothing here.
-type quotaCollector struct {
-	mu     sync.RWMutex
-	source QuotaSource
-}
-
-var quotas = &quotaCollector{}
-
-func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{hardDesc, usedDesc, reservedDesc, clusterUsedDesc, clusterRunningDesc, clusterEvictingDesc,
-		clusterEvictingUntilDesc, clusterHardDesc, clusterReservedDesc, groupHardDesc, groupUsedDesc, groupReservedDesc,
-		waitingDesc, oldestWaitingDesc, unclassifiedDesc, membersRunningMoreDesc, businessNamespaceUsedDesc} {
-		ch <- d
-	}
-}
-
-func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.RLock()
-	source := c.source
-	c.mu.RUnlock()
-	if source == nil {
-		return
-	}
-	for _, s := range source.Snapshots() {
-		for desc, values := range map[*prometheus.Desc]map[string]float64{hardDesc: s.Hard, usedDesc: s.Used, reservedDesc: s.Reserved} {
-			for resource, v := range values {
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, resource)
-			}
-		}
-		for desc, clusters := range map[*prometheus.Desc]map[string]map[string]float64{
-			clusterUsedDesc: s.Clusters, clusterRunningDesc: s.ClustersRunning, clusterEvictingDesc: s.ClustersEvicting,
-			clusterHardDesc: s.ClustersHard, clusterReservedDesc: s.ClustersReserved,
-		} {
-			for cluster, values := range clusters {
-				for resource, v := range values {
-					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, cluster, resource)
-				}
-			}
-		}
-		for group, g := range s.Groups {
-			for desc, values := range map[*prometheus.Desc]map[string]float64{groupHardDesc: g.Hard, groupUsedDesc: g.Used, groupReservedDesc: g.Reserved} {
-				for resource, v := range values {
-					ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, s.Namespace, s.Name, group, resource)
-				}
-			}
-		}
-		for ns, values := range s.Namespaces {
-			for resource, v := range values {
-				ch <- prometheus.MustNewConstMetric(businessNamespaceUsedDesc, prometheus.GaugeValue, v, ns, s.Name, resource)
-			}
-		}
-		for cluster, until := range s.ClustersEvictingUntil {
-			ch <- prometheus.MustNewConstMetric(clusterEvictingUntilDesc, prometheus.GaugeValue, float64(until.Unix()), s.Namespace, s.Name, cluster)
-		}
-		// Zero is exported too, so a quota nobody waits on shows as such rather than as no data.
-		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(s.Waiting), s.Namespace, s.Name)
-		ch <- prometheus.MustNewConstMetric(unclassifiedDesc, prometheus.GaugeValue, float64(s.Unclassified), s.Namespace, s.Name)
-		if s.MembersRunningMore != nil {
-			ch <- prometheus.MustNewConstMetric(membersRunningMoreDesc, prometheus.GaugeValue, *s.MembersRunningMore, s.Namespace, s.Name)
-		}
-		if s.Waiting > 0 && !s.OldestWaiting.IsZero() {
-			ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, float64(s.OldestWaiting.Unix()), s.Namespace, s.Name)
-		}
-	}
-}
-
-// storedQuotaCollector exports, on every controller replica, what the karmada-apiserver stores about each quota's
-// status. A leader that stopped counting, or an election nobody wins, shows here as status falling behind the
-// spec, which the leader's own state could never show.
-type storedQuotaCollector struct {
-	mu     sync.RWMutex
-	source StoredQuotaSource
-}
-
-var storedQuotas = &storedQuotaCollector{}
-
-func (c *storedQuotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- generationDesc
-	ch <- observedGenerationDesc
-	ch <- readyDesc
-}
-
-func (c *storedQuotaCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.RLock()
-	source := c.source
-	c.mu.RUnlock()
-	if source == nil {
-		return
-	}
-	for _, q := range source.StoredQuotas() {
-		ready := 0.0
-		if q.Ready {
-			ready = 1
-		}
-		ch <- prometheus.MustNewConstMetric(generationDesc, prometheus.GaugeValue, float64(q.Generation), q.Namespace, q.Name)
-		ch <- prometheus.MustNewConstMetric(observedGenerationDesc, prometheus.GaugeValue, float64(q.ObservedGeneration), q.Namespace, q.Name)
-		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, ready, q.Namespace, q.Name)
-	}
-}
-
-// SetQuotaSource makes the quota gauges export what source knows, from the next scrape on.
-func SetQuotaSource(source QuotaSource) {
-	quotas.mu.Lock()
-	defer quotas.mu.Unlock()
-	quotas.source = source
-}
-
-// SetStoredQuotaSource makes the stored-status gauges export what source holds, from the next scrape on.
-func SetStoredQuotaSource(source StoredQuotaSource) {
-	storedQuotas.mu.Lock()
-	defer storedQuotas.mu.Unlock()
-	storedQuotas.source = source
 }
 
 // webhookCollectors are the series quota-webhook exports.
@@ -533,8 +368,8 @@ func webhookCollectors() []prometheus.Collector {
 	}
 }
 
-// controllerCollectors are the series quota-controller exports, but for the certificate metrics
-// (RegisterCertificates).
+// controllerCollectors are the series quota-controller exports through its registry, but for the certificate
+// metrics (RegisterCertificates); the per-quota series Handler writes beside them.
 func controllerCollectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		ReconcileDuration,
@@ -544,8 +379,6 @@ func controllerCollectors() []prometheus.Collector {
 		DriftRepaired,
 		BindingsRequeued,
 		firstRecount,
-		quotas,
-		storedQuotas,
 	}
 }
 
@@ -602,8 +435,8 @@ func RegisterWebhook() {
 	registerWebhookOnce.Do(func() { registerWebhook(ctrlmetrics.Registry) })
 }
 
-// RegisterController adds quota-controller's series to controller-runtime's registry, which its manager serves on
-// /metrics: the quota gauges, the recount's counters, and the certificate metrics.
+// RegisterController adds quota-controller's series to controller-runtime's registry: the recount's counters and
+// the certificate metrics, which Handler serves on /metrics with the per-quota gauges.
 func RegisterController() {
 	registerControllerOnce.Do(func() { registerController(ctrlmetrics.Registry) })
 	RegisterCertificates()

@@ -114,8 +114,8 @@ func webhookRegistry(t *testing.T) prometheus.Gatherer {
 	return reg
 }
 
-// controllerRegistry is what quota-controller serves on /metrics, karmada_quota_* only: RegisterController into
-// controller-runtime's registry, as the binary does it, with a quota and a certificate known so that every
+// controllerRegistry is what quota-controller serves on /metrics (Handler), karmada_quota_* only: RegisterController
+// into controller-runtime's registry, as the binary does it, with a quota and a certificate known so that every
 // family it can export shows. Nothing else in this package's tests registers there.
 func controllerRegistry(t *testing.T) prometheus.Gatherer {
 	t.Helper()
@@ -130,7 +130,7 @@ func controllerRegistry(t *testing.T) prometheus.Gatherer {
 	CertificateRenewed(ServingCertificate)
 	FirstRecountDone(12 * time.Second)
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		families, err := ctrlmetrics.Registry.Gather()
+		families, err := served(t, Handler(ctrlmetrics.Registry)).Gather()
 		var ours []*dto.MetricFamily
 		for _, f := range families {
 			if strings.HasPrefix(f.GetName(), namespace+"_") {
@@ -233,7 +233,7 @@ func TestRegisterTwice(t *testing.T) {
 	register(reg, clash)
 }
 
-func TestQuotaCollector(t *testing.T) {
+func TestQuotaSeries(t *testing.T) {
 	idle := teamQuota
 	idle.Name, idle.Waiting, idle.OldestWaiting = "idle", 0, time.Time{}
 	idle.Clusters, idle.ClustersRunning, idle.MembersRunningMore = nil, nil, nil
@@ -242,8 +242,6 @@ func TestQuotaCollector(t *testing.T) {
 	// Its eviction is held until released (purgeMode Never): no end to export.
 	scoped := teamQuota
 	scoped.Name, scoped.Unclassified, scoped.ClustersEvictingUntil = "scoped", 2, nil
-	c := &quotaCollector{}
-	c.source = fakeQuotas{teamQuota, idle, scoped}
 	want := `
 # HELP karmada_quota_bindings_unclassified Bindings of a PriorityClass-scoped quota's namespace whose priority class could not be read, as of the last recount: the quota does not count them.
 # TYPE karmada_quota_bindings_unclassified gauge
@@ -317,7 +315,7 @@ karmada_quota_hard{namespace="team-a",quota="team",resource="pods"} 20
 karmada_quota_members_running_more{namespace="team-a",quota="scoped"} 1
 karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+	if err := testutil.GatherAndCompare(written(t, fakeQuotas{teamQuota, idle, scoped}, nil), strings.NewReader(want),
 		"karmada_quota_bindings_unclassified", "karmada_quota_bindings_waiting", "karmada_quota_bindings_waiting_oldest_timestamp_seconds",
 		"karmada_quota_cluster_evicting", "karmada_quota_cluster_evicting_until_timestamp_seconds",
 		"karmada_quota_cluster_hard", "karmada_quota_cluster_reserved", "karmada_quota_cluster_running", "karmada_quota_cluster_used",
@@ -327,18 +325,16 @@ karmada_quota_members_running_more{namespace="team-a",quota="team"} 1
 	}
 
 	// A process whose controller never set a source (or a standby) exports nothing.
-	if n := testutil.CollectAndCount(&quotaCollector{}); n != 0 {
-		t.Errorf("a collector without a source exported %d series, want none", n)
+	if n, err := testutil.GatherAndCount(written(t, nil, nil)); err != nil || n != 0 {
+		t.Errorf("a scrape without snapshots exported %d series (%v), want none", n, err)
 	}
 }
 
-// TestQuotaCollectorBusinessQuota: a business quota's series are the quota families' with its name and an empty
+// TestQuotaSeriesBusinessQuota: a business quota's series are the quota families' with its name and an empty
 // namespace (Prometheus stores it as no namespace label), beside the KarmadaQuotas' and apart from them; what each of
 // its namespaces uses is business_namespace_used, labelled with that namespace. A KarmadaQuota exports none of the
 // latter, and a namespace gone from the snapshot (the business no longer selects it) is gone from the scrape.
-func TestQuotaCollectorBusinessQuota(t *testing.T) {
-	c := &quotaCollector{}
-	c.source = fakeQuotas{teamQuota, shopQuota}
+func TestQuotaSeriesBusinessQuota(t *testing.T) {
 	want := `
 # HELP karmada_quota_business_namespace_used Observed usage of one namespace a KarmadaBusinessQuota selects against that business quota (quota: the business quota's name; namespace: the selected namespace), in base units; every resource the quota limits, 0 included. Absent once the namespace leaves the business.
 # TYPE karmada_quota_business_namespace_used gauge
@@ -379,28 +375,26 @@ karmada_quota_used{namespace="team-a",quota="team",resource="pods"} 4
 `
 	families := []string{"karmada_quota_business_namespace_used", "karmada_quota_bindings_waiting", "karmada_quota_cluster_used",
 		"karmada_quota_hard", "karmada_quota_reserved", "karmada_quota_used"}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), families...); err != nil {
+	if err := testutil.GatherAndCompare(written(t, fakeQuotas{teamQuota, shopQuota}, nil), strings.NewReader(want), families...); err != nil {
 		t.Error(err)
 	}
 
 	// shop-dev left the business: the next recount's snapshot no longer holds it, and neither does the scrape.
 	left := shopQuota
 	left.Namespaces = map[string]map[string]float64{"shop-prod": shopQuota.Namespaces["shop-prod"]}
-	c.source = fakeQuotas{teamQuota, left}
 	want = `
 # HELP karmada_quota_business_namespace_used Observed usage of one namespace a KarmadaBusinessQuota selects against that business quota (quota: the business quota's name; namespace: the selected namespace), in base units; every resource the quota limits, 0 included. Absent once the namespace leaves the business.
 # TYPE karmada_quota_business_namespace_used gauge
 karmada_quota_business_namespace_used{namespace="shop-prod",quota="shop",resource="cpu"} 3
 karmada_quota_business_namespace_used{namespace="shop-prod",quota="shop",resource="pods"} 3
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "karmada_quota_business_namespace_used"); err != nil {
+	if err := testutil.GatherAndCompare(written(t, fakeQuotas{teamQuota, left}, nil), strings.NewReader(want), "karmada_quota_business_namespace_used"); err != nil {
 		t.Error(err)
 	}
 
 	// The business quota deleted (forgotten): none of its series, and no namespace parts, are left.
-	c.source = fakeQuotas{teamQuota}
-	if n := testutil.CollectAndCount(c, "karmada_quota_business_namespace_used"); n != 0 {
-		t.Errorf("business_namespace_used exported %d series without a business quota, want none", n)
+	if n, err := testutil.GatherAndCount(written(t, fakeQuotas{teamQuota}, nil), "karmada_quota_business_namespace_used"); err != nil || n != 0 {
+		t.Errorf("business_namespace_used exported %d series without a business quota (%v), want none", n, err)
 	}
 }
 
@@ -500,11 +494,10 @@ func TestSetGroup(t *testing.T) {
 	}
 }
 
-func TestStoredQuotaCollector(t *testing.T) {
-	c := &storedQuotaCollector{}
-	c.source = fakeStoredQuotas{
-		{Namespace: "team-a", Name: "current", Generation: 2, ObservedGeneration: 2, Ready: true},
+func TestStoredQuotaSeries(t *testing.T) {
+	stored := fakeStoredQuotas{
 		{Namespace: "team-a", Name: "invalid", Generation: 3, ObservedGeneration: 1},
+		{Namespace: "team-a", Name: "current", Generation: 2, ObservedGeneration: 2, Ready: true},
 	}
 	want := `
 # HELP karmada_quota_metadata_generation metadata.generation of a quota, as this controller replica's cache holds it.
@@ -520,11 +513,11 @@ karmada_quota_status_observed_generation{namespace="team-a",quota="invalid"} 1
 karmada_quota_status_ready{namespace="team-a",quota="current"} 1
 karmada_quota_status_ready{namespace="team-a",quota="invalid"} 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+	if err := testutil.GatherAndCompare(written(t, nil, stored), strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(&storedQuotaCollector{}); n != 0 {
-		t.Errorf("a collector without a source exported %d series, want none", n)
+	if n, err := testutil.GatherAndCount(written(t, nil, nil)); err != nil || n != 0 {
+		t.Errorf("a scrape without stored quotas exported %d series (%v), want none", n, err)
 	}
 }
 

@@ -21,11 +21,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/karmada-quota/karmada-quota/pkg/certs"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
 )
@@ -62,9 +64,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		cacheOptions.ByObject[&corev1.Service{}] = discovery.CacheOptions(services)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                     scheme.Scheme,
-		Cache:                      cacheOptions,
-		Metrics:                    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Scheme: scheme.Scheme,
+		Cache:  cacheOptions,
+		// metrics.Server serves /metrics instead (below): the registry and the per-quota series beside it.
+		Metrics:                    metricsserver.Options{BindAddress: "0"},
 		PprofBindAddress:           opts.PprofBindAddress,
 		HealthProbeBindAddress:     opts.HealthProbeBindAddress,
 		LeaderElection:             opts.LeaderElect,
@@ -81,6 +84,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if opts.MetricsBindAddress != "0" {
+		if err := mgr.Add(metrics.Server{Address: opts.MetricsBindAddress, Gatherer: ctrlmetrics.Registry}); err != nil {
+			return fmt.Errorf("adding the metrics server: %w", err)
+		}
 	}
 	if name, err := controller.Setup(ctx, mgr, opts.ControllerOptions()); err != nil {
 		return fmt.Errorf("setting up %s: %w", name, err)

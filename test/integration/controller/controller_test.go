@@ -3,6 +3,8 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -642,22 +644,15 @@ func resourceQuantity(s string) *resource.Quantity {
 	return &q
 }
 
-// scrape renders the quota gauges as Prometheus would read them from /metrics.
+// scrape is what the controller serves on /metrics (metrics.Handler), its karmada_quota_* series only.
 func scrape() string {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
+	rec := httptest.NewRecorder()
+	metrics.Handler(ctrlmetrics.Registry).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
 	var b strings.Builder
-	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "karmada_quota_") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := make([]string, 0, len(m.GetLabel()))
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			value := m.GetGauge().GetValue()
-			fmt.Fprintf(&b, "%s{%s} %v\n", f.GetName(), strings.Join(labels, ","), value)
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "karmada_quota_") {
+			b.WriteString(line + "\n")
 		}
 	}
 	return b.String()
