@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,12 +151,12 @@ func TestAdmitBusinessQuotaConcurrent(t *testing.T) {
 		writes     = 60
 		hardCPU    = 20
 	)
-	var ledgerWrites sync.Map
+	// Counted from both admitters' goroutines at once.
+	var ledgerUpdates atomic.Int32
 	funcs := interceptor.Funcs{
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			if _, ok := obj.(*quotav1alpha1.KarmadaBusinessQuotaLedger); ok {
-				n, _ := ledgerWrites.LoadOrStore("updates", new(int))
-				*n.(*int)++
+				ledgerUpdates.Add(1)
 			}
 			return c.Update(ctx, obj, opts...)
 		},
@@ -199,10 +199,7 @@ func TestAdmitBusinessQuotaConcurrent(t *testing.T) {
 	if len(perNamespace) != namespaces {
 		t.Errorf("reservations by namespace %v, want all %d namespaces", perNamespace, namespaces)
 	}
-	updates := 0
-	if n, ok := ledgerWrites.Load("updates"); ok {
-		updates = *n.(*int)
-	}
+	updates := int(ledgerUpdates.Load())
 	// Batched: fewer ledger writes than admissions (one create, then at most one update per batch).
 	if updates >= hardCPU {
 		t.Errorf("%d ledger updates for %d admissions: the namespaces sharing the quota were not batched", updates, hardCPU)
