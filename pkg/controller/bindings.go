@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -13,8 +14,9 @@ import (
 type bindingReader interface {
 	// InNamespace lists the namespace's bindings, in no particular order.
 	InNamespace(namespace string) ([]workv1alpha2.ResourceBinding, error)
-	// Get reads one binding; nil when the cache holds none of that name.
-	Get(key types.NamespacedName) (*workv1alpha2.ResourceBinding, error)
+	// Meta reads one binding's metadata (name, UID, generation): what settling its reservation reads, without
+	// giving the whole binding back. Nil when the cache holds none of that name.
+	Meta(key types.NamespacedName) (metav1.Object, error)
 }
 
 // cachedBindings reads the CachedBindings of the controller's binding informer. The manager's client cannot:
@@ -54,7 +56,7 @@ func (c *cachedBindings) InNamespace(namespace string) ([]workv1alpha2.ResourceB
 	return out, nil
 }
 
-func (c *cachedBindings) Get(key types.NamespacedName) (*workv1alpha2.ResourceBinding, error) {
+func (c *cachedBindings) Meta(key types.NamespacedName) (metav1.Object, error) {
 	obj, exists, err := c.indexer.GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, err
@@ -63,5 +65,5 @@ func (c *cachedBindings) Get(key types.NamespacedName) (*workv1alpha2.ResourceBi
 	if !ok {
 		return nil, fmt.Errorf("the binding cache holds a %T", obj)
 	}
-	return cached.Binding(), nil
+	return cached, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,7 @@ func (c clientBindings) InNamespace(namespace string) ([]workv1alpha2.ResourceBi
 	return out, nil
 }
 
-func (c clientBindings) Get(key types.NamespacedName) (*workv1alpha2.ResourceBinding, error) {
+func (c clientBindings) Meta(key types.NamespacedName) (metav1.Object, error) {
 	var rb workv1alpha2.ResourceBinding
 	if err := c.client.Get(context.Background(), key, &rb); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -48,7 +49,7 @@ func (c clientBindings) Get(key types.NamespacedName) (*workv1alpha2.ResourceBin
 	if err != nil {
 		return nil, err
 	}
-	return cached.(*CachedBinding).Binding(), nil
+	return cached.(*CachedBinding), nil
 }
 
 // cached is rb as the controller's informer keeps it, and hands it to event handlers.
@@ -100,12 +101,13 @@ func TestCachedBindingsReadTheInformersStore(t *testing.T) {
 			t.Errorf("binding %s (-want +got):\n%s", got[i].Name, diff)
 		}
 	}
-	one, err := reader.Get(types.NamespacedName{Namespace: ns, Name: "api"})
-	if err != nil || one == nil || one.Namespace != ns || one.Spec.Replicas != 1 {
-		t.Errorf("Get(%s/api) = %v, %v", ns, one, err)
+	one, err := reader.Meta(types.NamespacedName{Namespace: ns, Name: "api"})
+	if err != nil || one == nil || one.GetNamespace() != ns || one.GetName() != "api" || one.GetUID() != want["api"].UID ||
+		one.GetGeneration() != want["api"].Generation {
+		t.Errorf("Meta(%s/api) = %v, %v", ns, one, err)
 	}
-	if missing, err := reader.Get(types.NamespacedName{Namespace: ns, Name: "db"}); missing != nil || err != nil {
-		t.Errorf("Get of a binding not cached = %v, %v; want nil, nil", missing, err)
+	if missing, err := reader.Meta(types.NamespacedName{Namespace: ns, Name: "db"}); missing != nil || err != nil {
+		t.Errorf("Meta of a binding not cached = %v, %v; want nil, nil", missing, err)
 	}
 
 	// A store holding anything else is an error, not a panic.

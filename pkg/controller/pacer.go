@@ -197,8 +197,14 @@ func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqu
 	h.enqueue(ctx, e.Object, false, q)
 }
 
-// Update implements handler.EventHandler.
+// Update implements handler.EventHandler. Only a new generation changes what a binding uses: an update of its status
+// alone (most of them, the scheduler's) releases nothing, and is enqueued without reading the bindings back from
+// the cache's records.
 func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() {
+		h.enqueue(ctx, e.ObjectNew, false, q)
+		return
+	}
 	old, ok1 := bindingOf(e.ObjectOld)
 	updated, ok2 := bindingOf(e.ObjectNew)
 	if !ok1 || !ok2 {
@@ -219,13 +225,10 @@ func (h pacedQuotasOf) Generic(ctx context.Context, e event.GenericEvent, q work
 	h.enqueue(ctx, e.Object, true, q)
 }
 
-// released reports whether a binding's update lowers what it uses anywhere (usage.Releases), and notes a shrink on
-// a member in shrinks. Only a new generation changes what a binding uses; a binding that cannot be read counts as
-// releasing, which recounts it sooner rather than later.
+// released reports whether a binding's update to a new generation lowers what it uses anywhere (usage.Releases),
+// and notes a shrink on a member in shrinks. A binding that cannot be read counts as releasing, which recounts it
+// sooner rather than later.
 func (h pacedQuotasOf) released(old, updated *workv1alpha2.ResourceBinding) bool {
-	if old.Generation == updated.Generation {
-		return false
-	}
 	before, err := usage.Of(old)
 	if err != nil {
 		return true

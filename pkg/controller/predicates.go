@@ -55,11 +55,11 @@ func settlesAny(bindings bindingReader, obj client.Object, seen map[reservationK
 		if namespace == "" {
 			namespace = obj.GetNamespace()
 		}
-		rb, err := bindings.Get(types.NamespacedName{Namespace: namespace, Name: r.ReservedBy.Name})
+		rb, err := bindings.Meta(types.NamespacedName{Namespace: namespace, Name: r.ReservedBy.Name})
 		if err != nil || rb == nil {
 			continue // not observed yet: its own event will settle it
 		}
-		if (quota.Observed{UID: rb.UID, Generation: rb.Generation}).Settles(quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}) {
+		if (quota.Observed{UID: rb.GetUID(), Generation: rb.GetGeneration()}).Settles(quota.Key{UID: r.ReservedBy.UID, Generation: r.Generation}) {
 			return true
 		}
 	}

@@ -28,7 +28,7 @@ func written(t *testing.T, snapshots []QuotaSnapshot, stored []StoredQuota) prom
 }
 
 // served is what handler answers a scrape that takes no gzip, as Prometheus parses it.
-func served(t *testing.T, handler http.Handler) prometheus.Gatherer {
+func served(t testing.TB, handler http.Handler) prometheus.Gatherer {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -40,7 +40,7 @@ func served(t *testing.T, handler http.Handler) prometheus.Gatherer {
 
 // parsed is the text exposition in r as Prometheus's parser reads it; the parser refuses what a scrape would (a
 // family written twice, a malformed line).
-func parsed(t *testing.T, r io.Reader) prometheus.Gatherer {
+func parsed(t testing.TB, r io.Reader) prometheus.Gatherer {
 	t.Helper()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	byName, err := parser.TextToMetricFamilies(r)

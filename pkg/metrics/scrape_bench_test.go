@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // BenchmarkScrape reports what one scrape of the controller's per-quota series costs (Handler), at 10,000 quotas
@@ -34,19 +34,9 @@ func BenchmarkScrape(b *testing.B) {
 		SetStoredQuotaSource(nil)
 	})
 	handler := Handler(prometheus.NewRegistry())
-	scrape := func() string {
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-		if rec.Code != http.StatusOK {
-			b.Fatalf("scrape answered %d: %s", rec.Code, rec.Body.String())
-		}
-		return rec.Body.String()
-	}
-	series := 0
-	for _, line := range strings.Split(scrape(), "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			series++
-		}
+	series, err := testutil.GatherAndCount(served(b, handler))
+	if err != nil {
+		b.Fatal(err)
 	}
 	if series < 10*n {
 		b.Fatalf("a scrape exports %d series of %d quotas; the snapshots are not all exported", series, n)
