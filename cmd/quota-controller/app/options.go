@@ -152,7 +152,7 @@ func (o *Options) ControllerOptions() controller.Options {
 		MemberGrace:          o.MemberGrace,
 		EvictionTimeout:      o.GracefulEvictionTimeout,
 		FirstPassDone: func() {
-			command.ReturnFreeMemory("every quota recounted since the start")
+			command.Started("every quota recounted since the start")
 		},
 		Clock: clock.RealClock{},
 	}

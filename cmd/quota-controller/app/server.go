@@ -48,6 +48,9 @@ func NewCommand() *cobra.Command {
 func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	ctrl.SetLogger(klog.NewKlogr())
 	log := klog.FromContext(ctx)
+	// Until the leader's first recount (Options.FirstPassDone): a standby keeps collecting often, with its cache
+	// full and little else to collect, until it leads and has recounted.
+	command.CollectOftenUntilStarted()
 
 	cfg = opts.ClientConfig(cfg, "karmada-quota-controller")
 

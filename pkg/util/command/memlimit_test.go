@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"testing/fstest"
 )
@@ -79,5 +80,46 @@ func TestResidentBytes(t *testing.T) {
 	runtime.KeepAlive(block)
 	if _, err := ResidentBytes(-1); err == nil {
 		t.Error("a process that does not exist has a resident size")
+	}
+}
+
+// gcPercent is the collector's percentage now.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestCollectOftenUntilStarted: the start runs at startGCPercent, Started sets back what was there before, once;
+// a GOGC in the environment is left as it is.
+func TestCollectOftenUntilStarted(t *testing.T) {
+	before := debug.SetGCPercent(150)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	t.Setenv("GOGC", "")
+	CollectOftenUntilStarted()
+	if got := gcPercent(); got != startGCPercent {
+		t.Fatalf("GC percent while starting = %d, want %d", got, startGCPercent)
+	}
+	CollectOftenUntilStarted()
+	Started("the test's start")
+	if got := gcPercent(); got != 150 {
+		t.Fatalf("GC percent once started = %d, want the 150 set before (a second call must not take %d as the one to set back)", got, startGCPercent)
+	}
+	debug.SetGCPercent(80)
+	Started("the test's start, again")
+	if got := gcPercent(); got != 80 {
+		t.Errorf("GC percent after a second Started = %d, want the 80 set since", got)
+	}
+
+	t.Setenv("GOGC", "150")
+	debug.SetGCPercent(150)
+	CollectOftenUntilStarted()
+	if got := gcPercent(); got != 150 {
+		t.Errorf("GC percent while starting with GOGC=150 in the environment = %d, want 150", got)
+	}
+	Started("the test's start, with GOGC set")
+	if got := gcPercent(); got != 150 {
+		t.Errorf("GC percent once started with GOGC=150 in the environment = %d, want 150", got)
 	}
 }
