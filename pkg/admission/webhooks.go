@@ -84,13 +84,16 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 // +kubebuilder:rbac:groups="",namespace=karmada-system,resources=services,verbs=get
 
 // CacheOptions are the cache options the webhook's manager must be built with: of every member cluster it keeps
-// what the quotas' cluster groups read (members.TrimCluster), and of everything else all but the managed fields,
+// what the quotas' cluster groups read (members.TrimCluster), of every quota one resource list where spec and
+// status hold the same (quotaio.TrimQuota), and of everything else all but the managed fields,
 // which nothing here reads and which a quota's (the controller's, the webhook's and its author's) can outweigh.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&clusterv1alpha1.Cluster{}: {Transform: members.TrimCluster},
+			&clusterv1alpha1.Cluster{}:            {Transform: members.TrimCluster},
+			&quotav1alpha1.KarmadaQuota{}:         {Transform: quotaio.TrimQuota},
+			&quotav1alpha1.KarmadaBusinessQuota{}: {Transform: quotaio.TrimQuota},
 		},
 	}
 }

@@ -17,19 +17,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/members"
+	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 )
 
 // CacheOptions are the cache options the controller's manager must be built with: its cache keeps of every
 // ResourceBinding only what the controller reads (TrimBinding), of every member cluster its name, labels and
-// readiness (members.TrimCluster), and of everything else (quotas, ledgers, Services) all but the managed fields,
-// which nothing here reads. An update of an object read without them keeps the stored ones.
+// readiness (members.TrimCluster), of every quota one resource list where spec and status hold the same
+// (quotaio.TrimQuota), and of everything (ledgers, Services) all but the managed fields, which nothing here reads. An update of an object read without them keeps the stored ones.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&workv1alpha2.ResourceBinding{}: {Transform: TrimBinding},
-			&clusterv1alpha1.Cluster{}:      {Transform: members.TrimCluster},
+			&workv1alpha2.ResourceBinding{}:       {Transform: TrimBinding},
+			&clusterv1alpha1.Cluster{}:            {Transform: members.TrimCluster},
+			&quotav1alpha1.KarmadaQuota{}:         {Transform: quotaio.TrimQuota},
+			&quotav1alpha1.KarmadaBusinessQuota{}: {Transform: quotaio.TrimQuota},
 		},
 	}
 }
