@@ -69,16 +69,18 @@ func TrimBinding(obj any) (any, error) {
 			CreationTimestamp: rb.CreationTimestamp,
 			DeletionTimestamp: rb.DeletionTimestamp,
 		},
-		PermanentID:           rb.Labels[workv1alpha2.ResourceBindingPermanentIDLabel],
-		Resource:              trimResource(rb.Spec.Resource),
-		ReplicaRequirements:   requirements.share(rb.Spec.ReplicaRequirements),
-		Replicas:              rb.Spec.Replicas,
-		Components:            rb.Spec.Components,
-		Clusters:              internClusters(rb.Spec.Clusters),
-		SchedulePriority:      rb.Spec.SchedulePriority,
-		GracefulEvictionTasks: trimTasks(rb.Spec.GracefulEvictionTasks),
-		RequiredBy:            trimDependents(rb),
-		Scheduled:             trimScheduled(rb.Status.Conditions),
+		PermanentID:         rb.Labels[workv1alpha2.ResourceBindingPermanentIDLabel],
+		Resource:            trimResource(rb.Spec.Resource),
+		ReplicaRequirements: requirements.share(rb.Spec.ReplicaRequirements),
+		Replicas:            rb.Spec.Replicas,
+		Clusters:            internClusters(rb.Spec.Clusters),
+		Scheduled:           trimScheduled(rb.Status.Conditions),
+		Rare: rareOf(rareFields{
+			Components:            rb.Spec.Components,
+			SchedulePriority:      rb.Spec.SchedulePriority,
+			GracefulEvictionTasks: trimTasks(rb.Spec.GracefulEvictionTasks),
+			RequiredBy:            trimDependents(rb),
+		}),
 	}, nil
 }
 
@@ -95,16 +97,39 @@ type CachedBinding struct {
 	// binding's Works carry too; empty when the binding has none.
 	PermanentID string
 	// What TrimBinding keeps of the binding's spec.
-	Resource              workv1alpha2.ObjectReference
-	ReplicaRequirements   *workv1alpha2.ReplicaRequirements
-	Replicas              int32
+	Resource            cachedResource
+	ReplicaRequirements *workv1alpha2.ReplicaRequirements
+	Replicas            int32
+	Clusters            []workv1alpha2.TargetCluster
+	// Scheduled is the binding's Scheduled condition without its message; nil when it has none.
+	Scheduled *metav1.Condition
+	// Rare is what few bindings hold, nil when a binding holds none of it: every field in the struct itself costs
+	// each binding its bytes, held or not, and the struct fits the 384-byte size class of Go's allocator with them
+	// out of it (480 with them in).
+	Rare *rareFields
+}
+
+// cachedResource is what TrimBinding keeps of spec.resource: all but the template's UID, which nothing here reads.
+type cachedResource struct {
+	APIVersion, Kind, Namespace, Name, ResourceVersion string
+}
+
+// rareFields are the parts of a binding's spec TrimBinding keeps that few bindings have: the components of a
+// multi-component workload, a scheduling priority, graceful eviction tasks (during a failover), and the dependents
+// of a binding placed only through them.
+type rareFields struct {
 	Components            []workv1alpha2.Component
-	Clusters              []workv1alpha2.TargetCluster
 	SchedulePriority      *workv1alpha2.SchedulePriority
 	GracefulEvictionTasks []workv1alpha2.GracefulEvictionTask
 	RequiredBy            []workv1alpha2.BindingSnapshot
-	// Scheduled is the binding's Scheduled condition without its message; nil when it has none.
-	Scheduled *metav1.Condition
+}
+
+// rareOf is r to keep, nil when it holds nothing (an empty list is nothing: every reader ranges over them).
+func rareOf(r rareFields) *rareFields {
+	if len(r.Components) == 0 && r.SchedulePriority == nil && len(r.GracefulEvictionTasks) == 0 && len(r.RequiredBy) == 0 {
+		return nil
+	}
+	return &r
 }
 
 var bindingAPIVersion = workv1alpha2.SchemeGroupVersion.String()
@@ -124,15 +149,18 @@ func (c *CachedBinding) fill(rb *workv1alpha2.ResourceBinding) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: bindingAPIVersion, Kind: workv1alpha2.ResourceKindResourceBinding},
 		ObjectMeta: c.ObjectMeta,
 		Spec: workv1alpha2.ResourceBindingSpec{
-			Resource:              c.Resource,
-			ReplicaRequirements:   c.ReplicaRequirements,
-			Replicas:              c.Replicas,
-			Components:            c.Components,
-			Clusters:              c.Clusters,
-			SchedulePriority:      c.SchedulePriority,
-			GracefulEvictionTasks: c.GracefulEvictionTasks,
-			RequiredBy:            c.RequiredBy,
+			Resource: workv1alpha2.ObjectReference{
+				APIVersion: c.Resource.APIVersion, Kind: c.Resource.Kind, Namespace: c.Resource.Namespace,
+				Name: c.Resource.Name, ResourceVersion: c.Resource.ResourceVersion,
+			},
+			ReplicaRequirements: c.ReplicaRequirements,
+			Replicas:            c.Replicas,
+			Clusters:            c.Clusters,
 		},
+	}
+	if r := c.Rare; r != nil {
+		rb.Spec.Components, rb.Spec.SchedulePriority = r.Components, r.SchedulePriority
+		rb.Spec.GracefulEvictionTasks, rb.Spec.RequiredBy = r.GracefulEvictionTasks, r.RequiredBy
 	}
 	if c.PermanentID != "" {
 		rb.Labels = map[string]string{workv1alpha2.ResourceBindingPermanentIDLabel: c.PermanentID}
@@ -153,10 +181,13 @@ func (c *CachedBinding) DeepCopyObject() runtime.Object {
 	// The spec's generated deep copy copies every field of it c keeps.
 	spec := c.Binding().Spec.DeepCopy()
 	return &CachedBinding{
-		ObjectMeta: *c.ObjectMeta.DeepCopy(), PermanentID: c.PermanentID, Resource: spec.Resource,
-		ReplicaRequirements: spec.ReplicaRequirements, Replicas: spec.Replicas, Components: spec.Components,
-		Clusters: spec.Clusters, SchedulePriority: spec.SchedulePriority,
-		GracefulEvictionTasks: spec.GracefulEvictionTasks, RequiredBy: spec.RequiredBy, Scheduled: c.Scheduled.DeepCopy(),
+		ObjectMeta: *c.ObjectMeta.DeepCopy(), PermanentID: c.PermanentID, Resource: c.Resource,
+		ReplicaRequirements: spec.ReplicaRequirements, Replicas: spec.Replicas, Clusters: spec.Clusters,
+		Scheduled: c.Scheduled.DeepCopy(),
+		Rare: rareOf(rareFields{
+			Components: spec.Components, SchedulePriority: spec.SchedulePriority,
+			GracefulEvictionTasks: spec.GracefulEvictionTasks, RequiredBy: spec.RequiredBy,
+		}),
 	}
 }
 
@@ -185,8 +216,8 @@ func intern(s string) string {
 
 // trimResource keeps of the template's reference what names it and its version (the template readers cache by
 // it), without its UID.
-func trimResource(ref workv1alpha2.ObjectReference) workv1alpha2.ObjectReference {
-	return workv1alpha2.ObjectReference{
+func trimResource(ref workv1alpha2.ObjectReference) cachedResource {
+	return cachedResource{
 		APIVersion: intern(ref.APIVersion), Kind: intern(ref.Kind), Namespace: intern(ref.Namespace), Name: ref.Name,
 		ResourceVersion: ref.ResourceVersion,
 	}

@@ -120,10 +120,34 @@ func TestTrimBindingKeepsWhatTheControllerReads(t *testing.T) {
 			}
 			if copied.ReplicaRequirements != nil && copied.ReplicaRequirements == cached.ReplicaRequirements ||
 				len(copied.Clusters) > 0 && &copied.Clusters[0] == &cached.Clusters[0] ||
-				copied.Scheduled != nil && copied.Scheduled == cached.Scheduled {
+				copied.Scheduled != nil && copied.Scheduled == cached.Scheduled ||
+				copied.Rare != nil && copied.Rare == cached.Rare {
 				t.Error("the deep copy shares what the cached binding holds")
 			}
 		})
+	}
+}
+
+// TestTrimBindingHoldsRareFieldsOnlyWhenThere: a binding without components, priority, eviction tasks or
+// dependents holds no rareFields; one with any of them holds it, and gives it back.
+func TestTrimBindingHoldsRareFieldsOnlyWhenThere(t *testing.T) {
+	requests := list("cpu", "500m")
+	plain := utiltesting.MakeBinding(ns, "web").Replicas(2).Requests(requests).Cluster("member1", 2).Obj()
+	obj, err := TrimBinding(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rare := obj.(*CachedBinding).Rare; rare != nil {
+		t.Errorf("a plain binding holds rare fields: %+v", rare)
+	}
+	prioritized := plain.DeepCopy()
+	prioritized.Spec.SchedulePriority = &workv1alpha2.SchedulePriority{Priority: 7}
+	obj, err = TrimBinding(prioritized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*CachedBinding).Binding().Spec.SchedulePriority; got == nil || got.Priority != 7 {
+		t.Errorf("the schedule priority given back is %+v, want priority 7", got)
 	}
 }
 
