@@ -25,7 +25,8 @@ import (
 // CacheOptions are the cache options the controller's manager must be built with: its cache keeps of every
 // ResourceBinding only what the controller reads (TrimBinding), of every member cluster its name, labels and
 // readiness (members.TrimCluster), of every quota one resource list where spec and status hold the same
-// (quotaio.TrimQuota), and of everything (ledgers, Services) all but the managed fields, which nothing here reads. An update of an object read without them keeps the stored ones.
+// (quotaio.TrimQuota), and of everything (ledgers, Services) all but the managed fields, which nothing here reads.
+// An update of an object read without them keeps the stored ones.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
