@@ -76,9 +76,9 @@ var start struct {
 // each, in between the garbage of the others; its first recount reads every binding back and keeps per-quota state
 // in between that garbage. Go does not move what it keeps, so it stays scattered over every span the heap grew to,
 // and at Go's default the heap doubles past what is live between collections. At 100,000 bindings the
-// controller's RSS after its first recount read twice its live heap (347 MiB for 173); collecting four times as
-// often until then, 272–277 MiB, and until its cache synced only, 327 MiB (docs/performance.md, at scale). A GOGC
-// in the environment is the operator's choice, and is kept.
+// controller's RSS after its first recount read twice its live heap (318 MiB for 156); collecting four times as
+// often until then, 262 MiB, for a warm recount 1.8× as long (docs/performance.md, at scale). A GOGC in the
+// environment is the operator's choice, and is kept.
 func CollectOftenUntilStarted() {
 	if os.Getenv("GOGC") != "" {
 		return
