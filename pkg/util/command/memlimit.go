@@ -64,8 +64,8 @@ func cgroupFS() fs.FS { return os.DirFS("/sys/fs/cgroup") }
 // may grow by a quarter of what is live before the next collection, where Go's default lets it double.
 const startGCPercent = 25
 
-// start is the collector's setting before CollectOftenUntilStarted lowered it; lowered is false when it did not.
-var start struct {
+// starting is the collector's setting before CollectOftenUntilStarted lowered it; lowered is false when it did not.
+var starting struct {
 	sync.Mutex
 	lowered   bool
 	gcPercent int
@@ -83,34 +83,34 @@ func CollectOftenUntilStarted() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	start.Lock()
-	defer start.Unlock()
-	if start.lowered {
+	starting.Lock()
+	defer starting.Unlock()
+	if starting.lowered {
 		return
 	}
-	start.gcPercent = debug.SetGCPercent(startGCPercent)
-	start.lowered = true
-	klog.InfoS("Collecting garbage often until started", "gcPercent", startGCPercent, "gcPercentAfter", start.gcPercent)
+	starting.gcPercent = debug.SetGCPercent(startGCPercent)
+	starting.lowered = true
+	klog.InfoS("Collecting garbage often until started", "gcPercent", startGCPercent, "gcPercentAfter", starting.gcPercent)
 }
 
 // Started ends the start: the collector's percentage set back to what CollectOftenUntilStarted found, then free
-// memory returned (ReturnFreeMemory). Calls after the first only return free memory.
+// memory returned (returnFreeMemory). Calls after the first only return free memory.
 func Started(why string) {
-	start.Lock()
-	if start.lowered {
-		debug.SetGCPercent(start.gcPercent)
-		start.lowered = false
+	starting.Lock()
+	if starting.lowered {
+		debug.SetGCPercent(starting.gcPercent)
+		starting.lowered = false
 	}
-	start.Unlock()
-	ReturnFreeMemory(why)
+	starting.Unlock()
+	returnFreeMemory(why)
 }
 
-// ReturnFreeMemory collects garbage and returns what is free to the system at once (runtime/debug.FreeOSMemory),
+// returnFreeMemory collects garbage and returns what is free to the system at once (runtime/debug.FreeOSMemory),
 // logging what the process held before and after. For the end of a start: the controller decodes every binding
 // in full before its cache trims it, and Go's collector would keep that memory resident, returning it over minutes,
 // while the heap doubles past what is live anyway (GOGC): at 100,000 bindings RSS read about three times the live
 // heap right after the recount (docs/performance.md, at scale).
-func ReturnFreeMemory(why string) {
+func returnFreeMemory(why string) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	// Unreadable (no /proc), it logs 0.
