@@ -192,8 +192,14 @@ func (h pacedQuotasOf) enqueueBusiness(ctx context.Context, namespace string, re
 	}
 }
 
-// Create implements handler.EventHandler: a new binding releases nothing.
+// Create implements handler.EventHandler: a new binding releases nothing. A binding of the informer's initial list
+// enqueues nothing: every quota (and business quota) is enqueued by its own initial event, which the workers wait
+// for as they wait for this replay, and each binding's would only add its namespace's quotas again. At 100,000
+// bindings that replay, two cache lists per binding, held the workers back 3.4 s after the controller was ready.
 func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.IsInInitialList {
+		return
+	}
 	h.enqueue(ctx, e.Object, false, q)
 }
 

@@ -204,6 +204,31 @@ func TestPacedQuotasOfReleasesSooner(t *testing.T) {
 	}
 }
 
+// TestPacedQuotasOfSkipsTheInitialList: the informer's replay of every binding to a starting controller enqueues
+// nothing (each quota's own initial event does), and a binding created afterwards enqueues its namespace's quota.
+func TestPacedQuotasOfSkipsTheInitialList(t *testing.T) {
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	f := newFixture(t, interceptor.Funcs{}, team.Obj())
+	h := pacedQuotasOf{quotas: f.client, pacer: newPacer(time.Second, 5*time.Second, 0, f.clock.Now)}
+	web := cached(t, utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj())
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: f.clock})
+	defer q.ShutDown()
+
+	h.Create(context.Background(), event.CreateEvent{Object: web, IsInInitialList: true}, q)
+	f.clock.Step(time.Minute)
+	time.Sleep(20 * time.Millisecond)
+	if got := q.Len(); got != 0 {
+		t.Fatalf("%d recounts queued by a binding of the initial list, want none", got)
+	}
+	h.Create(context.Background(), event.CreateEvent{Object: web}, q)
+	waitFor(t, func() bool { return q.Len() == 1 })
+	item, _ := q.Get()
+	if diff := cmp.Diff(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "team"}}, item); diff != "" {
+		t.Errorf("a binding created after the start (-want +got):\n%s", diff)
+	}
+}
+
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
