@@ -150,6 +150,15 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	if _, err := mgr.GetCache().GetInformer(ctx, &quotav1alpha1.AppliedBusinessQuota{}); err != nil {
 		return "applied business quota informer", err
 	}
+	// Requested now, on every replica, so that the cache is synced with them when this replica leads: created by the
+	// controller's event sources, they would start only then, and its workers would wait for their first sync, a
+	// second at least (the apiserver ends a watch list's initial events with a bookmark, sent on a one-second timer).
+	for _, obj := range []client.Object{&quotav1alpha1.KarmadaQuotaLedger{}, &quotav1alpha1.KarmadaBusinessQuotaLedger{},
+		quotaio.NamespaceMetadata(), &clusterv1alpha1.Cluster{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Sprintf("%T informer", obj), err
+		}
+	}
 	metrics.SetStoredQuotaSource(storedQuotas{reader: mgr.GetClient(), informers: []interface{ HasSynced() bool }{quotaInformer, businessInformer}})
 	r := &QuotaReconciler{
 		client:    mgr.GetClient(),

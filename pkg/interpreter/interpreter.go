@@ -128,6 +128,11 @@ func (i *Interpreter) Start(ctx context.Context) error {
 	return nil
 }
 
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica loads the customizations, a few
+// small objects, so that a replica taking the lead interprets at once; loading them after would hold its first
+// recounts back a second or more (the Work view reads every Work through the interpreter before it syncs).
+func (i *Interpreter) NeedLeaderElection() bool { return false }
+
 // Started reports whether Start has loaded the customizations.
 func (i *Interpreter) Started() bool {
 	select {
