@@ -343,8 +343,8 @@ func (h hookSystem) Processes() []*systems.Component { return []*systems.Compone
 // flight, and returns how long that took after it was ready.
 //
 // It reads the controller's metrics, whose every scrape lists each quota's series: at 10,000 quotas a scrape costs
-// the controller some 25 ms of CPU and the bench as much to parse, so polled every 100 ms the measurement took half
-// a core of a 2-core machine from the recount it timed (the controller's CPU profile of a cold recount: 47% of its
+// the controller some 25 ms of CPU and the bench as much to parse, so polled every 100 ms the measurement took some
+// 0.6 of a core of a 2-core machine from the recount it timed (the controller's CPU profile of a cold recount: 47% of its
 // CPU serving scrapes). The poll waits scrapeShare times what the last scrape took, which holds the measurement to
 // a few percent of a core; what that costs in resolution, one interval, is small beside a recount that long.
 func waitRecount(ctx context.Context, p *systems.QuotaProcess, quotas int) (time.Duration, error) {
