@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
@@ -25,6 +26,8 @@ type QuotaReader struct {
 	synced func() bool
 	// business tells the business quotas selecting a namespace; nil knows of none (tests of namespaces' quotas).
 	business *quotaio.BusinessSelection
+	// unseen reads a namespace's quotas from the apiserver when the informer knows none; nil trusts the informer.
+	unseen *unseenQuotas
 }
 
 // NewQuotaReader returns a QuotaReader over cache, an informer-backed reader; synced reports whether the informers
@@ -41,7 +44,15 @@ func (r *QuotaReader) WithBusinessQuotas(apiReader client.Reader) *QuotaReader {
 	return r
 }
 
-// Read returns the quotas governing the namespace as the informers have them.
+// WithUnseenQuotas makes the reader ask apiReader for a namespace's KarmadaQuotas when the informer has none, so
+// that a quota governs the writes that follow its create (unseenQuotas).
+func (r *QuotaReader) WithUnseenQuotas(apiReader client.Reader, clk clock.PassiveClock) *QuotaReader {
+	r.unseen = newUnseenQuotas(apiReader, clk, UnseenQuotaTTL, UnseenQuotaCacheSize)
+	return r
+}
+
+// Read returns the quotas governing the namespace as the informers have them, and the namespace's quotas the
+// apiserver has when the informer has none yet (WithUnseenQuotas).
 func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, error) {
 	// An informer that never synced (a replica that may not list or watch quotas) would hold the call until the
 	// apiserver gives up on it; refuse at once, saying why.
@@ -55,6 +66,13 @@ func (r *QuotaReader) Read(ctx context.Context, namespace string) (*Quotas, erro
 	// ledger before it writes it).
 	if err := r.cache.List(ctx, &q.list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing quotas: %w", err)
+	}
+	if len(q.list.Items) == 0 && r.unseen != nil {
+		live, err := r.unseen.list(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		q.list.Items = live
 	}
 	var business []*quotav1alpha1.KarmadaBusinessQuota
 	if r.business != nil {

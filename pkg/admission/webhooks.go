@@ -142,7 +142,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return err
 	}
-	quotas := NewQuotaReader(mgr.GetCache(), synced).WithBusinessQuotas(mgr.GetAPIReader())
+	quotas := NewQuotaReader(mgr.GetCache(), synced).WithBusinessQuotas(mgr.GetAPIReader()).
+		WithUnseenQuotas(mgr.GetAPIReader(), opts.Clock)
 	// The member clusters' labels, for the quotas' cluster groups: a group's clusters are the ones its selector
 	// chooses at the moment of each decision.
 	clusters, err := mgr.GetCache().GetInformer(ctx, &clusterv1alpha1.Cluster{})

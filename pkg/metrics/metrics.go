@@ -86,6 +86,14 @@ var (
 		Help:      "Admission batches re-read and decided again after losing a status write race.",
 	})
 
+	// UnseenQuotaReads counts the lists of a namespace's quotas from the apiserver, made because the informer had
+	// none of them, by whether the apiserver had some (found): a quota created a moment before a write governs it.
+	UnseenQuotaReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "admission_unseen_quota_reads_total",
+		Help:      "Lists of a namespace's quotas from the apiserver because the informer had none, by whether some were found.",
+	}, []string{"found"})
+
 	// ReservationsWritten counts reservations added or grown in quota status by admission.
 	ReservationsWritten = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace,
@@ -362,6 +370,7 @@ func webhookCollectors() []prometheus.Collector {
 		AdmissionBatchSize,
 		StatusConflicts,
 		AdmissionRetries,
+		UnseenQuotaReads,
 		ReservationsWritten,
 		ReservationsRolledBack,
 		EstimatorRequests,
@@ -400,6 +409,8 @@ func registerWebhook(r prometheus.Registerer) {
 		}
 	}
 	StatusConflicts.WithLabelValues(WriterWebhook)
+	UnseenQuotaReads.WithLabelValues("true")
+	UnseenQuotaReads.WithLabelValues("false")
 	// At 0 from the start, so that "karmada-scheduler does not ask" reads as a flat series, not a missing one.
 	for _, method := range []string{"MaxAvailableReplicas", "MaxAvailableComponentSets", "GetUnschedulableReplicas"} {
 		for _, result := range []string{EstimatorBounded, EstimatorUnbounded, EstimatorError} {

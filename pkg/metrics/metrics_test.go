@@ -22,6 +22,7 @@ var (
 		"karmada_quota_admission_batch_size",
 		"karmada_quota_admission_duration_seconds",
 		"karmada_quota_admission_requests_total",
+		"karmada_quota_admission_unseen_quota_reads_total",
 		"karmada_quota_estimator_requests_total",
 		"karmada_quota_reservations_rolled_back_total",
 		"karmada_quota_reservations_written_total",

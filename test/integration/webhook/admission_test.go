@@ -209,6 +209,20 @@ var _ = Describe("ResourceBinding admission", func() {
 		Expect(place(job, cluster("member1", 2), cluster("member2", 1))).To(Succeed())
 	})
 
+	It("governs the writes that follow a quota's create, though no replica's informer has the quota yet", func() {
+		ns := newNamespace()
+		quotaWatch.Pause()
+		DeferCleanup(quotaWatch.Resume)
+		createQuota(quota(ns, "team", list("cpu", "1", "count/deployments.apps", "1")))
+
+		rb := mustCreateBinding(utiltesting.MakeBinding(ns, "web").Requests(requests("600m", "")))
+		Expect(reservationsOf(getQuota(ns, "team"), rb)).To(HaveKeyWithValue(int64(1), equalQuantities(list("count/deployments.apps", "1"))))
+		_, err := createBinding(utiltesting.MakeBinding(ns, "api"))
+		Expect(expectQuotaExceeded(err).ErrStatus.Message).To(ContainSubstring("count/deployments.apps: requested 1, used 0, reserved 1, hard 1"))
+		Expect(expectQuotaExceeded(place(rb, cluster("member1", 2))).ErrStatus.Message).To(ContainSubstring("cpu: requested 1200m, used 0, reserved 0, hard 1"))
+		Expect(place(rb, cluster("member1", 1))).To(Succeed())
+	})
+
 	It("refuses replicas placed without a cpu or memory request under a quota that limits it", func() {
 		ns := newNamespace()
 		createQuota(quota(ns, "team", list("cpu", "10")))

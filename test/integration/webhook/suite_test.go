@@ -25,6 +25,8 @@ var (
 	ctx      context.Context
 	cancel   context.CancelFunc
 	webhooks *framework.Webhooks
+	// quotaWatch holds back the KarmadaQuota watch events of the suite's replicas when a test pauses it.
+	quotaWatch = framework.NewWatchGate("karmadaquotas")
 )
 
 func TestWebhook(t *testing.T) {
@@ -40,7 +42,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	testEnv, cfg, k8s, err = framework.Start()
 	Expect(err).NotTo(HaveOccurred())
-	webhooks, err = framework.StartWebhooks(ctx, cfg, k8s, 2, func(o *webhookapp.Options) {
+	webhooks, err = framework.StartWebhooks(ctx, quotaWatch.Wrap(cfg), k8s, 2, func(o *webhookapp.Options) {
 		// A kind whose pods karmada-quota cannot know, exempted as an admin would (gates_test.go).
 		o.ExemptKinds = []string{exemptKind}
 	}, nil)

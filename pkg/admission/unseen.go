@@ -1,0 +1,78 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
+	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+)
+
+const (
+	// UnseenQuotaTTL is how long the apiserver's answer that a namespace has no quota is taken as true. Kubernetes'
+	// own quota admission keeps the same answer 30 s (its liveLookupCache).
+	UnseenQuotaTTL = 30 * time.Second
+	// UnseenQuotaCacheSize bounds the namespaces whose answer is kept; an entry is a name and a time.
+	UnseenQuotaCacheSize = 8192
+)
+
+// unseenQuotas reads a namespace's KarmadaQuotas from the apiserver when the informer knows none. A client that
+// creates a quota and then writes a binding expects the quota to govern that write, though the informer's watch
+// event may arrive after it (milliseconds, longer under load); Kubernetes' ResourceQuota admission closes the same
+// window the same way.
+//
+// Only the absence of quotas is remembered, for ttl, so that a namespace without one costs the apiserver one list
+// per ttl rather than one per write. What that leaves open: a namespace read as empty keeps that answer until ttl
+// passes, so a quota created in it within ttl after such a read governs from the moment the informer has it. Quotas
+// found are not remembered: the informer has them a moment later, and a remembered one would outlive its deletion.
+type unseenQuotas struct {
+	reader client.Reader
+	clock  clock.PassiveClock
+	ttl    time.Duration
+	// none holds, by namespace, when the list that found no quota in it began.
+	none *lru.Cache
+	// lists shares one list of a namespace among the writes that miss the cache at once.
+	lists singleflight.Group
+}
+
+func newUnseenQuotas(reader client.Reader, clk clock.PassiveClock, ttl time.Duration, size int) *unseenQuotas {
+	return &unseenQuotas{reader: reader, clock: clk, ttl: ttl, none: lru.New(size)}
+}
+
+// list returns the namespace's quotas as the apiserver has them now, or none when it answered none within ttl.
+func (u *unseenQuotas) list(ctx context.Context, namespace string) ([]quotav1alpha1.KarmadaQuota, error) {
+	if began, ok := u.none.Get(namespace); ok && u.clock.Since(began.(time.Time)) < u.ttl {
+		return nil, nil
+	}
+	found, err, _ := u.lists.Do(namespace, func() (any, error) {
+		began := u.clock.Now()
+		var live quotav1alpha1.KarmadaQuotaList
+		if err := u.reader.List(ctx, &live, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		metrics.UnseenQuotaReads.WithLabelValues(foundLabel(len(live.Items) > 0)).Inc()
+		if len(live.Items) == 0 {
+			u.none.Add(namespace, began)
+		} else {
+			u.none.Remove(namespace)
+		}
+		return live.Items, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the quotas of namespace %s from the apiserver, which the informer has none of: %w", namespace, err)
+	}
+	return found.([]quotav1alpha1.KarmadaQuota), nil
+}
+
+func foundLabel(found bool) string {
+	if found {
+		return "true"
+	}
+	return "false"
+}
