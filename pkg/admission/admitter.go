@@ -97,7 +97,9 @@ type Admitter struct {
 type pending struct {
 	Request
 	done chan error
-	// classified is set once the request's freshness is known; cannotCommit then says whether it is stale.
+	// classified is set once the request's freshness is settled (stale, or told by a read of the binding);
+	// cannotCommit then says whether it is stale. An attempt the ledgers read as fresh is classified again on the
+	// next attempt of its batch: the newer ledgers a lost race brings may hold the reservation that shows it stale.
 	classified, cannotCommit bool
 }
 
@@ -257,8 +259,9 @@ func (a *Admitter) decideAndWrite(ctx context.Context, batch []*pending, written
 	for i, p := range batch {
 		writes[i] = quota.Write{Namespace: p.Namespace, Key: p.Key, Owner: p.Owner, New: p.New, Old: p.Old, DryRun: p.DryRun}
 		if !p.classified {
-			p.cannotCommit = a.cannotCommit(ctx, p, writes[i].Freshness(ledgers))
-			p.classified = true
+			f := writes[i].Freshness(ledgers)
+			p.cannotCommit = a.cannotCommit(ctx, p, f)
+			p.classified = f != quota.Fresh
 		}
 		writes[i].CannotCommit = p.cannotCommit
 	}

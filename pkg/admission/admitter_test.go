@@ -1275,6 +1275,54 @@ func TestAdmitStaleAttempt(t *testing.T) {
 	}
 }
 
+// TestAdmitStaleAttemptSeenAfterALostRace: the stale first attempt of the next write is decided on a ledger that
+// does not hold the committed write's reservation yet (another replica wrote it; the informer has not caught up),
+// so it reads as fresh; its write loses to that replica's, and on the newer ledger it must be classified again and
+// found stale, not merged into the committed write's key with its larger delta.
+func TestAdmitStaleAttemptSeenAfterALostRace(t *testing.T) {
+	web := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).ResourceVersion("10")
+	// The write committed by another replica: generation 2, one replica, stored at resourceVersion 11.
+	v2 := web.Clone().Generation(2).Cluster("member1", 1).ResourceVersion("11")
+	// The next write's first attempt, on the apiserver's copy from before v2: keyed 2, three replicas from none.
+	staleV2 := web.Clone().Generation(2).Cluster("member1", 3)
+	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
+	committed := team.Clone().Reservation(web.Obj(), 2, list("cpu", "1"), wantExpiry).Obj()
+
+	var writes atomic.Int32
+	funcs := onLedgerWrites(func(ctx context.Context, c client.Client, obj client.Object, write func() error) error {
+		if writes.Add(1) == 1 {
+			if err := writeLedger(ctx, c, obj.GetName(), func(l *quotav1alpha1.KarmadaQuotaLedger) {
+				l.LedgerState = utiltesting.MoveToLedger(committed.DeepCopy()).LedgerState
+			}); err != nil {
+				return err
+			}
+		}
+		return write()
+	})
+	c := newClient(&funcs, withLedger(team.Obj())...)
+	var reads atomic.Int32
+	bindings := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Scheme).Build(), interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+			reads.Add(1)
+			v2.Obj().DeepCopyInto(obj.(*workv1alpha2.ResourceBinding))
+			return nil
+		},
+	})
+	a := NewAdmitter(NewQuotaReader(c, nil), c, bindings, c, clocktesting.NewFakePassiveClock(now), ttl, 10*time.Second, 0)
+	r := request(t, staleV2.Obj(), web.Obj())
+	r.BaseResourceVersion = web.Obj().ResourceVersion
+	if err := a.Admit(context.Background(), r); err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	checkLedger(t, c, committed, nil)
+	if got := writes.Load(); got != 1 {
+		t.Errorf("ledger writes = %d, want 1: the attempt's, which lost to the other replica's; the retry reserves nothing", got)
+	}
+	if got := reads.Load(); got != 1 {
+		t.Errorf("binding reads = %d, want 1 (on the retry, when the key holds less than the attempt asks)", got)
+	}
+}
+
 // TestAdmitDecidesOnItsOwnWrite: the informer lags behind the webhook's own ledger writes; the next batch decides
 // on the object the last write returned, so back-to-back admissions in one namespace cost one ledger write each,
 // with no read of the apiserver and no lost race. The first admission creates the ledger object, which the
