@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -30,6 +29,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
+	"github.com/karmada-quota/karmada-quota/pkg/util/reconcilequeue"
 )
 
 // ControllerName names the quota controller in logs, events and metrics.
@@ -248,7 +248,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	business := quotaio.NewBusinessSelection(mgr.GetClient(), nil)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
+		WithOptions(reconcilequeue.Options(opts.Workers)).
 		// Spec changes need a recount, and status changed by anyone else is repaired at the next resync. (A webhook
 		// of an earlier release, during an upgrade, writes reservations into status: see settleableReservation.)
 		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(

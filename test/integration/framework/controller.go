@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -71,8 +73,15 @@ func StartController(ctx context.Context, cfg *rest.Config, opts controller.Opti
 	return c, nil
 }
 
-// Stop stops the controller and waits for it.
+// Stop stops the controller and waits for it. A controller that does not stop within its grace period has
+// something that ignores its context: the error carries every goroutine's stack, which names it.
 func (c *Controller) Stop() error {
 	c.stop()
-	return <-c.done
+	err := <-c.done
+	if err != nil && strings.Contains(err.Error(), "grace period") {
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		return fmt.Errorf("%w; the goroutines then:\n%s", err, stacks.String())
+	}
+	return err
 }
