@@ -20,6 +20,8 @@ const (
 	UnseenQuotaTTL = 30 * time.Second
 	// UnseenQuotaCacheSize bounds the namespaces whose answer is kept; an entry is a name and a time.
 	UnseenQuotaCacheSize = 8192
+	// unseenListTimeout bounds one list, shared by the writes that wait for it.
+	unseenListTimeout = 10 * time.Second
 )
 
 // unseenQuotas reads a namespace's KarmadaQuotas from the apiserver when the informer knows none. A client that
@@ -50,10 +52,14 @@ func (u *unseenQuotas) list(ctx context.Context, namespace string) ([]quotav1alp
 	if began, ok := u.none.Get(namespace); ok && u.clock.Since(began.(time.Time)) < u.ttl {
 		return nil, nil
 	}
-	found, err, _ := u.lists.Do(namespace, func() (any, error) {
+	result := u.lists.DoChan(namespace, func() (any, error) {
+		// Shared by every write waiting for it, so apart from the first one's context (whose end would fail the
+		// others), and bounded by its own.
+		listCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unseenListTimeout)
+		defer cancel()
 		began := u.clock.Now()
 		var live quotav1alpha1.KarmadaQuotaList
-		if err := u.reader.List(ctx, &live, client.InNamespace(namespace)); err != nil {
+		if err := u.reader.List(listCtx, &live, client.InNamespace(namespace)); err != nil {
 			return nil, err
 		}
 		metrics.UnseenQuotaReads.WithLabelValues(foundLabel(len(live.Items) > 0)).Inc()
@@ -64,10 +70,15 @@ func (u *unseenQuotas) list(ctx context.Context, namespace string) ([]quotav1alp
 		}
 		return live.Items, nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("listing the quotas of namespace %s from the apiserver, which the informer has none of: %w", namespace, err)
+	select {
+	case r := <-result:
+		if r.Err != nil {
+			return nil, fmt.Errorf("listing the quotas of namespace %s from the apiserver, which the informer has none of: %w", namespace, r.Err)
+		}
+		return r.Val.([]quotav1alpha1.KarmadaQuota), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the quotas of namespace %s from the apiserver: %w", namespace, context.Cause(ctx))
 	}
-	return found.([]quotav1alpha1.KarmadaQuota), nil
 }
 
 func foundLabel(found bool) string {
