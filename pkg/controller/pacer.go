@@ -197,6 +197,9 @@ func (h pacedQuotasOf) enqueueBusiness(ctx context.Context, namespace string, re
 // for as they wait for this replay, and each binding's would only add its namespace's quotas again. At 100,000
 // bindings that replay, two cache lists per binding, was about 2 s of the 3.4 s between ready and the workers' start.
 func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if h.shrinks != nil {
+		h.shrinks.handled(e.Object)
+	}
 	if e.IsInInitialList {
 		return
 	}
@@ -211,13 +214,17 @@ func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqu
 		h.enqueue(ctx, e.ObjectNew, false, q)
 		return
 	}
-	old, ok1 := bindingOf(e.ObjectOld)
-	updated, ok2 := bindingOf(e.ObjectNew)
-	if !ok1 || !ok2 {
-		h.enqueue(ctx, e.ObjectNew, true, q)
-		return
+	releases := true
+	if old, ok1 := bindingOf(e.ObjectOld); ok1 {
+		if updated, ok2 := bindingOf(e.ObjectNew); ok2 {
+			releases = h.released(old, updated)
+		}
 	}
-	h.enqueue(ctx, updated, h.released(old, updated), q)
+	// After released noted any shrink, and before the recount it queues runs.
+	if h.shrinks != nil {
+		h.shrinks.handled(e.ObjectNew)
+	}
+	h.enqueue(ctx, e.ObjectNew, releases, q)
 }
 
 // Delete implements handler.EventHandler: a binding gone releases what it used.

@@ -209,8 +209,9 @@ func TestPacedQuotasOfReleasesSooner(t *testing.T) {
 func TestPacedQuotasOfSkipsTheInitialList(t *testing.T) {
 	team := utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "10"))
 	f := newFixture(t, interceptor.Funcs{}, team.Obj())
-	h := pacedQuotasOf{quotas: f.client, pacer: newPacer(time.Second, 5*time.Second, 0, f.clock.Now)}
-	web := cached(t, utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Obj())
+	h := pacedQuotasOf{quotas: f.client, pacer: newPacer(time.Second, 5*time.Second, 0, f.clock.Now), shrinks: newShrinks()}
+	placed := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 2).Generation(1).Obj()
+	web := cached(t, placed)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
 		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: f.clock})
 	defer q.ShutDown()
@@ -220,6 +221,9 @@ func TestPacedQuotasOfSkipsTheInitialList(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if got := q.Len(); got != 0 {
 		t.Fatalf("%d recounts queued by a binding of the initial list, want none", got)
+	}
+	if got := h.shrinks.of([]workv1alpha2.ResourceBinding{*placed}); len(got) != 0 {
+		t.Errorf("a binding of the initial list is not noted handled: the first recounts would read its Works (%v)", got)
 	}
 	h.Create(context.Background(), event.CreateEvent{Object: web}, q)
 	waitFor(t, func() bool { return q.Len() == 1 })

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
@@ -31,18 +32,33 @@ import (
 // So the controller notes each shrink (shrinks.observe, as the binding's update is queued for recount:
 // pacedQuotasOf.Update) and, until its view of the Works has caught up, reads the binding's Work on each cluster it
 // shrank on from the apiserver (freshWorks): a read made after the shrink sees every Work update that came before
-// it. What is left open is a recount already running when the informer stores the shrunk binding, which can list it
-// before the shrink is noted; the recount the shrink queues then reads the Work and corrects the count.
+// it. The informer stores a binding before its event handler notes the shrink, and a recount can list the binding
+// in between (milliseconds, seconds while informers catch up after the karmada-apiserver restarted; met once in the
+// fault suite, used 11 against hard 10). So the tracker also keeps the generation of each binding whose event was
+// handled (handled), and a recount treats a binding listed at a newer generation as shrunk on every cluster it
+// targets: its Works are read from the apiserver too.
 
 // shrinks remembers, by binding UID and cluster, the resourceVersion the Work view must reach before it is trusted
-// again for that binding's Work there.
+// again for that binding's Work there; and, by binding UID, the generation whose event was handled.
 type shrinks struct {
 	mu    sync.Mutex
 	byUID map[types.UID]map[string]string
+	// generations holds, by binding UID, the newest generation the event handler noted (handled): about 50 bytes a
+	// binding, the UID's bytes shared with the cached binding.
+	generations map[types.UID]int64
 }
 
 func newShrinks() *shrinks {
-	return &shrinks{byUID: map[types.UID]map[string]string{}}
+	return &shrinks{byUID: map[types.UID]map[string]string{}, generations: map[types.UID]int64{}}
+}
+
+// handled notes that the event of rb at its generation was handled: any shrink it made is noted (observe).
+func (s *shrinks) handled(rb client.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.generations[rb.GetUID()]; !ok || g < rb.GetGeneration() {
+		s.generations[rb.GetUID()] = rb.GetGeneration()
+	}
 }
 
 // observe notes the member clusters an updated binding still targets (quota.Targets: the clusters whose Work the
@@ -83,6 +99,7 @@ func (s *shrinks) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byUID, uid)
+	delete(s.generations, uid)
 }
 
 // shrink is one binding's cluster whose Work the view must be checked against: it must hold the Work at
@@ -93,17 +110,26 @@ type shrink struct {
 }
 
 // of returns the shrinks of bindings, under one lock: a recount runs this for every namespace it counts, and
-// almost always finds none.
+// almost always finds none. A binding at a generation whose event was not handled yet counts as shrunk at its
+// resourceVersion on each cluster it targets, whatever it noted before: what it shrank is not known yet.
 func (s *shrinks) of(bindings []workv1alpha2.ResourceBinding) []shrink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.byUID) == 0 {
-		return nil
-	}
 	var out []shrink
 	for i := range bindings {
-		for cluster, rv := range s.byUID[bindings[i].UID] {
-			out = append(out, shrink{binding: &bindings[i], cluster: cluster, rv: rv})
+		rb := &bindings[i]
+		if g, ok := s.generations[rb.UID]; !ok || g < rb.Generation {
+			var clusters []string
+			for cluster := range quota.TargetClusters(rb) {
+				if !slices.Contains(clusters, cluster) {
+					clusters = append(clusters, cluster)
+					out = append(out, shrink{binding: rb, cluster: cluster, rv: rb.ResourceVersion})
+				}
+			}
+			continue
+		}
+		for cluster, rv := range s.byUID[rb.UID] {
+			out = append(out, shrink{binding: rb, cluster: cluster, rv: rv})
 		}
 	}
 	return out

@@ -77,13 +77,16 @@ func TestShrinkWaitsForTheWorkAsItIs(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		// shrinkNoted is whether the binding's update reached the controller's shrink tracker.
-		shrinkNoted bool
-		wantUsed    string
+		// shrinkNoted is whether the binding's update reached the controller's shrink tracker; handled, whether its
+		// event handler has run for the update's generation.
+		shrinkNoted, handled bool
+		wantUsed             string
 	}{
-		{name: "the shrink noted: the Work is read as it is", shrinkNoted: true, wantUsed: "3"},
-		// The control: the view is stale indeed, so without the shrink noted the recount trusts it.
-		{name: "control: the shrink not noted, the stale view counts", shrinkNoted: false, wantUsed: "1"},
+		{name: "the shrink noted: the Work is read as it is", shrinkNoted: true, handled: true, wantUsed: "3"},
+		{name: "the update stored but not handled yet: the Work is read as it is", wantUsed: "3"},
+		// The control: the view is stale indeed, so for a binding whose handled update noted no shrink the recount
+		// trusts it.
+		{name: "control: handled without a shrink, the stale view counts", handled: true, wantUsed: "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, interceptor.Funcs{}, q.DeepCopy(), shrunk.DeepCopy(), stale.DeepCopy())
@@ -119,9 +122,12 @@ func TestShrinkWaitsForTheWorkAsItIs(t *testing.T) {
 			if err := f.client.Update(context.Background(), &work); err != nil {
 				t.Fatal(err)
 			}
+			current := f.binding(t, "web")
 			if tc.shrinkNoted {
-				current := f.binding(t, "web")
 				f.reconciler.shrinks.observe(current, usageOf(t, grown), usageOf(t, current))
+			}
+			if tc.handled {
+				f.reconciler.shrinks.handled(current)
 			}
 
 			f.mustReconcile(t, "compute")
@@ -158,6 +164,7 @@ func TestShrinksNoteOnlyClustersKeptSmaller(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newShrinks()
 			s.observe(tc.updated, usageOf(t, old), usageOf(t, tc.updated))
+			s.handled(tc.updated)
 			got := map[string]string{}
 			for _, sh := range s.of([]workv1alpha2.ResourceBinding{*tc.updated}) {
 				got[sh.cluster] = sh.rv
@@ -166,6 +173,46 @@ func TestShrinksNoteOnlyClustersKeptSmaller(t *testing.T) {
 				t.Errorf("noted %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestShrinksOfAnUnhandledGeneration: a binding listed at a generation its event handler has not run for yet
+// counts as shrunk on every cluster it targets (placed on, or evicted from gracefully), at its resourceVersion,
+// whatever was noted before; once handled, only what was noted.
+func TestShrinksOfAnUnhandledGeneration(t *testing.T) {
+	v1 := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 3).Cluster("member2", 2).Generation(1).ResourceVersion("5").Obj()
+	v2 := utiltesting.MakeBinding(ns, "web").Requests(list("cpu", "1")).Cluster("member1", 1).Cluster("member2", 2).Generation(2).ResourceVersion("7").Obj()
+	v2.Spec.GracefulEvictionTasks = []workv1alpha2.GracefulEvictionTask{{FromCluster: "member3"}, {FromCluster: "member1"}}
+	noted := func(s *shrinks, rb *workv1alpha2.ResourceBinding) string {
+		got := map[string]string{}
+		for _, sh := range s.of([]workv1alpha2.ResourceBinding{*rb}) {
+			if _, twice := got[sh.cluster]; twice {
+				t.Errorf("cluster %s listed twice", sh.cluster)
+			}
+			got[sh.cluster] = sh.rv
+		}
+		return fmt.Sprint(got)
+	}
+
+	s := newShrinks()
+	if got, want := noted(s, v1), "map[member1:5 member2:5]"; got != want {
+		t.Errorf("never handled: %s, want %s", got, want)
+	}
+	s.handled(v1)
+	if got, want := noted(s, v1), "map[]"; got != want {
+		t.Errorf("handled, nothing shrank: %s, want %s", got, want)
+	}
+	if got, want := noted(s, v2), "map[member1:7 member2:7 member3:7]"; got != want {
+		t.Errorf("a newer generation not handled yet: %s, want %s", got, want)
+	}
+	s.observe(v2, usageOf(t, v1), usageOf(t, v2))
+	s.handled(v2)
+	if got, want := noted(s, v2), "map[member1:7]"; got != want {
+		t.Errorf("handled, member1 shrank: %s, want %s", got, want)
+	}
+	s.forget(v2.UID)
+	if got, want := noted(s, v2), "map[member1:7 member2:7 member3:7]"; got != want {
+		t.Errorf("forgotten: %s, want %s", got, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"iter"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -285,26 +286,38 @@ func RenderedFrom(rb *workv1alpha2.ResourceBinding, workBindingID string) bool {
 // out with Karmada, and charging it would keep the move's replicas charged twice, where the binding write that
 // moved them was admitted as moving, not growing. An object pulled in by its dependents is on their clusters.
 func Targets(rb *workv1alpha2.ResourceBinding, cluster string) bool {
-	for _, tc := range rb.Spec.Clusters {
-		if tc.Name == cluster {
+	for c := range TargetClusters(rb) {
+		if c == cluster {
 			return true
 		}
 	}
-	for _, task := range rb.Spec.GracefulEvictionTasks {
-		if task.FromCluster == cluster {
-			return true
+	return false
+}
+
+// TargetClusters yields the clusters rb targets (Targets), a cluster more than once when it is both placed on and
+// evicted from.
+func TargetClusters(rb *workv1alpha2.ResourceBinding) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, tc := range rb.Spec.Clusters {
+			if !yield(tc.Name) {
+				return
+			}
 		}
-	}
-	if len(rb.Spec.Clusters) == 0 {
-		for _, by := range rb.Spec.RequiredBy {
-			for _, tc := range by.Clusters {
-				if tc.Name == cluster {
-					return true
+		for _, task := range rb.Spec.GracefulEvictionTasks {
+			if !yield(task.FromCluster) {
+				return
+			}
+		}
+		if len(rb.Spec.Clusters) == 0 {
+			for _, by := range rb.Spec.RequiredBy {
+				for _, tc := range by.Clusters {
+					if !yield(tc.Name) {
+						return
+					}
 				}
 			}
 		}
 	}
-	return false
 }
 
 // addEvicting records what charge keeps on clusters through u's graceful evictions, and until when.
