@@ -33,8 +33,8 @@ import (
 // pacedQuotasOf.Update) and, until its view of the Works has caught up, reads the binding's Work on each cluster it
 // shrank on from the apiserver (freshWorks): a read made after the shrink sees every Work update that came before
 // it. The informer stores a binding before its event handler notes the shrink, and a recount can list the binding
-// in between (milliseconds, seconds while informers catch up after the karmada-apiserver restarted; met once in the
-// fault suite, used 11 against hard 10). So the tracker also keeps the generation of each binding whose event was
+// in between (milliseconds; seconds while informers catch up after the karmada-apiserver restarted, where the fault
+// suite once saw used 11 against hard 10 in this shape). So the tracker also keeps the generation of each binding whose event was
 // handled (handled), and a recount treats a binding listed at a newer generation as shrunk on every cluster it
 // targets: its Works are read from the apiserver too.
 
