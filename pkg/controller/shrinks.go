@@ -34,9 +34,9 @@ import (
 // shrank on from the apiserver (freshWorks): a read made after the shrink sees every Work update that came before
 // it. The informer stores a binding before its event handler notes the shrink, and a recount can list the binding
 // in between (milliseconds; seconds while informers catch up after the karmada-apiserver restarted, where the fault
-// suite once saw used 11 against hard 10 in this shape). So the tracker also keeps the generation of each binding whose event was
-// handled (handled), and a recount treats a binding listed at a newer generation as shrunk on every cluster it
-// targets: its Works are read from the apiserver too.
+// suite once saw used 11 against hard 10 in this shape). So the tracker also keeps the generation of each binding
+// whose event was handled (handled), and a recount treats a binding listed at a newer generation as shrunk on every
+// cluster it targets: its Works are read from the apiserver too.
 
 // shrinks remembers, by binding UID and cluster, the resourceVersion the Work view must reach before it is trusted
 // again for that binding's Work there; and, by binding UID, the generation whose event was handled.
