@@ -248,10 +248,11 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	business := quotaio.NewBusinessSelection(mgr.GetClient(), nil)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// controller-runtime's priority queue, its default, is kept though v0.23's can deadlock on shutdown, making a
-		// stop wait out its grace period (controller-runtime#3538, fixed in v0.25, which needs Kubernetes 0.37
-		// libraries): on client-go's work queue the cold recount at 100,000 bindings took 51–55 s against 41 s
-		// (go run ./test/bench --scale --scale-sizes 100000, 2026-11-28), past the minute issue 28 gives a cold start.
+		// controller-runtime v0.23's priority queue, its default, can deadlock on shutdown, making a stop wait out its
+		// grace period (controller-runtime#3538, fixed in v0.25, which needs Kubernetes 0.37 libraries). Setting
+		// UsePriorityQueue false avoids it; it was tried (e4ff116) and taken back on a cold-start comparison that
+		// later runs showed to be this machine's spread, not the queue (the 2026-11-28 closing note), so the switch
+		// waits for a full test run of its own.
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
 		// Spec changes need a recount, and status changed by anyone else is repaired at the next resync. (A webhook
 		// of an earlier release, during an upgrade, writes reservations into status: see settleableReservation.)
