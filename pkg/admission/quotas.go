@@ -47,7 +47,7 @@ func (r *QuotaReader) WithBusinessQuotas(apiReader client.Reader) *QuotaReader {
 // WithUnseenQuotas makes the reader ask apiReader for a namespace's KarmadaQuotas when the informer has none, so
 // that a quota governs the writes that follow its create (unseenQuotas).
 func (r *QuotaReader) WithUnseenQuotas(apiReader client.Reader, clk clock.PassiveClock) *QuotaReader {
-	r.unseen = newUnseenQuotas(apiReader, clk, UnseenQuotaTTL, UnseenQuotaCacheSize)
+	r.unseen = newUnseenQuotas(apiReader, clk)
 	return r
 }
 

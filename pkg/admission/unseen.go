@@ -15,11 +15,11 @@ import (
 )
 
 const (
-	// UnseenQuotaTTL is how long the apiserver's answer that a namespace has no quota is taken as true. Kubernetes'
+	// unseenQuotaTTL is how long the apiserver's answer that a namespace has no quota is taken as true. Kubernetes'
 	// own quota admission keeps the same answer 30 s (its liveLookupCache).
-	UnseenQuotaTTL = 30 * time.Second
-	// UnseenQuotaCacheSize bounds the namespaces whose answer is kept; an entry is a name and a time.
-	UnseenQuotaCacheSize = 8192
+	unseenQuotaTTL = 30 * time.Second
+	// unseenQuotaCacheSize bounds the namespaces whose answer is kept; an entry is a name and a time.
+	unseenQuotaCacheSize = 8192
 	// unseenListTimeout bounds one list, shared by the writes that wait for it.
 	unseenListTimeout = 10 * time.Second
 )
@@ -29,27 +29,27 @@ const (
 // event may arrive after it (milliseconds, longer under load); Kubernetes' ResourceQuota admission closes the same
 // window the same way.
 //
-// Only the absence of quotas is remembered, for ttl, so that a namespace without one costs the apiserver one list
-// per ttl rather than one per write. What that leaves open: a namespace read as empty keeps that answer until ttl
-// passes, so a quota created in it within ttl after such a read governs from the moment the informer has it. Quotas
-// found are not remembered: the informer has them a moment later, and a remembered one would outlive its deletion.
+// Only the absence of quotas is remembered, for unseenQuotaTTL, so that a namespace without one costs the apiserver
+// one list per TTL rather than one per write. What that leaves open: a namespace read as empty keeps that answer
+// until the TTL passes, so a quota created in it within the TTL after such a read governs from the moment the
+// informer has it. Quotas found are not remembered: the informer has them a moment later, and a remembered one
+// would outlive its deletion.
 type unseenQuotas struct {
 	reader client.Reader
 	clock  clock.PassiveClock
-	ttl    time.Duration
 	// none holds, by namespace, when the list that found no quota in it began.
 	none *lru.Cache
 	// lists shares one list of a namespace among the writes that miss the cache at once.
 	lists singleflight.Group
 }
 
-func newUnseenQuotas(reader client.Reader, clk clock.PassiveClock, ttl time.Duration, size int) *unseenQuotas {
-	return &unseenQuotas{reader: reader, clock: clk, ttl: ttl, none: lru.New(size)}
+func newUnseenQuotas(reader client.Reader, clk clock.PassiveClock) *unseenQuotas {
+	return &unseenQuotas{reader: reader, clock: clk, none: lru.New(unseenQuotaCacheSize)}
 }
 
-// list returns the namespace's quotas as the apiserver has them now, or none when it answered none within ttl.
+// list returns the namespace's quotas as the apiserver has them now, or none when it answered none within the TTL.
 func (u *unseenQuotas) list(ctx context.Context, namespace string) ([]quotav1alpha1.KarmadaQuota, error) {
-	if began, ok := u.none.Get(namespace); ok && u.clock.Since(began.(time.Time)) < u.ttl {
+	if began, ok := u.none.Get(namespace); ok && u.clock.Since(began.(time.Time)) < unseenQuotaTTL {
 		return nil, nil
 	}
 	result := u.lists.DoChan(namespace, func() (any, error) {

@@ -97,11 +97,11 @@ func TestUnseenQuotaNoneRemembered(t *testing.T) {
 	if err := apiserver.Create(context.Background(), utiltesting.MakeQuota(ns, "team").Hard(list("cpu", "1")).Obj()); err != nil {
 		t.Fatal(err)
 	}
-	clk.SetTime(now.Add(UnseenQuotaTTL - time.Second))
+	clk.SetTime(now.Add(unseenQuotaTTL - time.Second))
 	if read().Governed() {
 		t.Error("the answer none expired before its TTL")
 	}
-	clk.SetTime(now.Add(UnseenQuotaTTL))
+	clk.SetTime(now.Add(unseenQuotaTTL))
 	if !read().Governed() {
 		t.Error("after the TTL the apiserver is asked again and its quota governs")
 	}

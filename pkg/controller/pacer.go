@@ -196,6 +196,7 @@ func (h pacedQuotasOf) enqueueBusiness(ctx context.Context, namespace string, re
 // enqueues nothing: every quota (and business quota) is enqueued by its own initial event, which the workers wait
 // for as they wait for this replay, and each binding's would only add its namespace's quotas again. At 100,000
 // bindings that replay, two cache lists per binding, was about 2 s of the 3.4 s between ready and the workers' start.
+// Every binding is noted handled first (shrinks.handled), the initial list's too.
 func (h pacedQuotasOf) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if h.shrinks != nil {
 		h.shrinks.handled(e.Object)
@@ -214,12 +215,9 @@ func (h pacedQuotasOf) Update(ctx context.Context, e event.UpdateEvent, q workqu
 		h.enqueue(ctx, e.ObjectNew, false, q)
 		return
 	}
-	releases := true
-	if old, ok1 := bindingOf(e.ObjectOld); ok1 {
-		if updated, ok2 := bindingOf(e.ObjectNew); ok2 {
-			releases = h.released(old, updated)
-		}
-	}
+	old, ok1 := bindingOf(e.ObjectOld)
+	updated, ok2 := bindingOf(e.ObjectNew)
+	releases := !ok1 || !ok2 || h.released(old, updated)
 	// After released noted any shrink, and before the recount it queues runs.
 	if h.shrinks != nil {
 		h.shrinks.handled(e.ObjectNew)

@@ -73,12 +73,12 @@ func StartController(ctx context.Context, cfg *rest.Config, opts controller.Opti
 	return c, nil
 }
 
-// Stop stops the controller and waits for it. A controller that does not stop within its grace period has
-// something that ignores its context: the error carries every goroutine's stack, which names it.
+// Stop stops the controller and waits for it. A controller that does not stop cleanly (within its grace period,
+// most often) has something that ignores its context: the error carries every goroutine's stack, which names it.
 func (c *Controller) Stop() error {
 	c.stop()
 	err := <-c.done
-	if err != nil && strings.Contains(err.Error(), "grace period") {
+	if err != nil {
 		var stacks strings.Builder
 		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
 		return fmt.Errorf("%w; the goroutines then:\n%s", err, stacks.String())
