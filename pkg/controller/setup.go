@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -30,6 +29,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
+	"github.com/karmada-quota/karmada-quota/pkg/util/reconcilequeue"
 )
 
 // ControllerName names the quota controller in logs, events and metrics.
@@ -248,12 +248,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, opts Options) (string, error) 
 	business := quotaio.NewBusinessSelection(mgr.GetClient(), nil)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		// controller-runtime v0.23's priority queue, its default, can deadlock on shutdown, making a stop wait out its
-		// grace period (controller-runtime#3538, fixed in v0.25, which needs Kubernetes 0.37 libraries). Setting
-		// UsePriorityQueue false avoids it; it was tried (e4ff116) and taken back on a cold-start comparison that
-		// later runs showed to be this machine's spread, not the queue (at 100,000 bindings 51–55 s on client-go's
-		// queue, 41 and 54 s on this one), so the switch waits for a full test run of its own.
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: opts.Workers}).
+		WithOptions(reconcilequeue.Options(opts.Workers)).
 		// Spec changes need a recount, and status changed by anyone else is repaired at the next resync. (A webhook
 		// of an earlier release, during an upgrade, writes reservations into status: see settleableReservation.)
 		For(&quotav1alpha1.KarmadaQuota{}, builder.WithPredicates(predicate.Or(

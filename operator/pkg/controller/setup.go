@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -21,6 +20,7 @@ import (
 
 	operatorv1alpha1 "github.com/karmada-quota/karmada-quota/operator/api/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
+	"github.com/karmada-quota/karmada-quota/pkg/util/reconcilequeue"
 )
 
 // ControllerName names the operator's controller in logs, events and metrics.
@@ -86,7 +86,7 @@ func Setup(mgr ctrl.Manager, opts Options) (string, error) {
 	})
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)}).
+		WithOptions(reconcilequeue.Options(max(opts.Workers, 1))).
 		For(&operatorv1alpha1.KarmadaQuotaInstallation{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted()))).
 		Owns(&appsv1.Deployment{}).

@@ -29,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/karmada-quota/karmada-quota/pkg/util/reconcilequeue"
 )
 
 // What the controller needs in the karmada-apiserver to keep the Services; `make generate` writes it into the chart.
@@ -114,6 +116,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), opts: opts}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("estimator-services").
+		WithOptions(reconcilequeue.Options(1)).
 		// A Cluster's status changes every few seconds; only its coming and going matter here.
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Service deleted or changed by hand is put back.
