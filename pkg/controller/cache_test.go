@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"reflect"
 	goruntime "runtime"
 	"testing"
 	"time"
@@ -232,5 +233,24 @@ func TestTrimBindingLeavesOtherObjects(t *testing.T) {
 	}
 	if diff := cmp.Diff(tombstone, got); diff != "" {
 		t.Errorf("a tombstone was changed (-want +got):\n%s", diff)
+	}
+}
+
+// TestCacheReadsByKindJSONWhole: kindjson's informers list and watch a type whole, so a selector or namespace put
+// on one of its types in CacheOptions would be silently ignored. None may be.
+func TestCacheReadsByKindJSONWhole(t *testing.T) {
+	opts := CacheOptions(Clients{})
+	if opts.NewInformer == nil {
+		t.Fatal("CacheOptions builds no informer on kindjson's serializer")
+	}
+	if opts.DefaultNamespaces != nil || opts.DefaultLabelSelector != nil || opts.DefaultFieldSelector != nil {
+		t.Fatal("the cache is narrowed by default, which kindjson's informers would ignore")
+	}
+	for obj, by := range opts.ByObject {
+		for _, whole := range readByKindJSON {
+			if reflect.TypeOf(obj) == reflect.TypeOf(whole) && (by.Label != nil || by.Field != nil || by.Namespaces != nil) {
+				t.Errorf("%T is narrowed in CacheOptions, and kindjson's informer would read it whole", obj)
+			}
+		}
 	}
 }

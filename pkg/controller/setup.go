@@ -7,8 +7,10 @@ import (
 	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -28,6 +30,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
+	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 	"github.com/karmada-quota/karmada-quota/pkg/util/lastwrite"
 	"github.com/karmada-quota/karmada-quota/pkg/util/reconcilequeue"
 )
@@ -371,11 +374,13 @@ func setupWorks(mgr ctrl.Manager, changed func(namespace string), deleted func(t
 	if err := mgr.Add(workloads); err != nil {
 		return nil, err
 	}
-	c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	// A Work per binding and member: the Works are read on kindjson's serializer, as the bindings are (CacheOptions).
+	c, err := kindjson.Client(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), workv1alpha1.SchemeGroupVersion)
 	if err != nil {
 		return nil, err
 	}
-	view, err := newWorkView(workListWatch(c), workloads, members.NewNodes(mgr.GetConfig(), members.NodesMaxAge), changed, deleted)
+	lw := kindjson.ListWatch(c, runtime.NewParameterCodec(mgr.GetScheme()), "works", &workv1alpha1.WorkList{})
+	view, err := newWorkView(lw, workloads, members.NewNodes(mgr.GetConfig(), members.NodesMaxAge), changed, deleted)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,4 +224,17 @@ func usageOf(t *testing.T, rb *workv1alpha2.ResourceBinding) usage.Usage {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// workListWatch lists and watches every Work with c, a fake client (the view reads them with kindjson's client).
+func workListWatch(c client.WithWatch) *toolscache.ListWatch {
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list := &workv1alpha1.WorkList{}
+			return list, c.List(ctx, list, &client.ListOptions{Raw: &opts})
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &workv1alpha1.WorkList{}, &client.ListOptions{Raw: &opts})
+		},
+	}
 }

@@ -10,12 +10,9 @@ import (
 	"github.com/karmada-io/karmada/pkg/util/names"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karmada-quota/karmada-quota/pkg/interpreter"
 	"github.com/karmada-quota/karmada-quota/pkg/quota"
@@ -57,20 +54,7 @@ type workView struct {
 	nodes       interpreter.NodeLister
 }
 
-// workListWatch lists and watches every Work with c.
-func workListWatch(c client.WithWatch) *toolscache.ListWatch {
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			list := &workv1alpha1.WorkList{}
-			return list, c.List(ctx, list, &client.ListOptions{Raw: &opts})
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &workv1alpha1.WorkList{}, &client.ListOptions{Raw: &opts})
-		},
-	}
-}
-
-// newWorkView returns a view of the Works listed and watched with lw (workListWatch); changed is told each binding
+// newWorkView returns a view of the Works listed and watched with lw; changed is told each binding
 // namespace whose Works changed what they ask, deleted each Work UID that is gone. It reads nothing until Start.
 func newWorkView(lw toolscache.ListerWatcher, workloads *interpreter.Interpreter, nodes interpreter.NodeLister, changed func(namespace string), deleted func(types.UID)) (*workView, error) {
 	informer := toolscache.NewSharedIndexInformer(lw, &workv1alpha1.Work{}, 0, toolscache.Indexers{

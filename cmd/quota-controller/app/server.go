@@ -56,7 +56,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 
 	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
 	shutdown := opts.GracefulShutdownTimeout
-	cacheOptions := controller.CacheOptions()
+	clients, err := controller.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	cacheOptions := controller.CacheOptions(clients)
 	var estimatorServices *discovery.Options
 	if opts.EstimatorAddress != "" {
 		services, err := opts.estimatorServices()
@@ -67,8 +71,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 		cacheOptions.ByObject[&corev1.Service{}] = discovery.CacheOptions(services)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme.Scheme,
-		Cache:  cacheOptions,
+		Scheme:         scheme.Scheme,
+		MapperProvider: clients.MapperProvider,
+		Cache:          cacheOptions,
 		// metrics.Server serves /metrics instead (below): the registry and the per-quota series beside it.
 		Metrics:                    metricsserver.Options{BindAddress: "0"},
 		PprofBindAddress:           opts.PprofBindAddress,

@@ -31,9 +31,12 @@ var _ = Describe("Estimator Services", Ordered, func() {
 
 	// run starts the reconciler alone, as quota-controller runs it; stop stops it.
 	run := func(opts discovery.Options) (stop func()) {
-		cacheOpts := controller.CacheOptions()
+		clients, err := controller.NewClients(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		cacheOpts := controller.CacheOptions(clients)
 		cacheOpts.ByObject[&corev1.Service{}] = discovery.CacheOptions(opts)
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.Scheme, MapperProvider: clients.MapperProvider,
+			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0", Cache: cacheOpts, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(discovery.Setup(mgr, opts)).To(Succeed())

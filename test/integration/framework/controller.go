@@ -34,7 +34,11 @@ type Lag struct {
 
 // StartController runs the real quota controller, its informers lagging by lag.
 func StartController(ctx context.Context, cfg *rest.Config, opts controller.Options, lag Lag) (*Controller, error) {
-	cacheOpts := controller.CacheOptions()
+	clients, err := controller.NewClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts := controller.CacheOptions(clients)
 	if lag.Bindings > 0 {
 		cacheOpts.ByObject[&workv1alpha2.ResourceBinding{}] = cache.ByObject{Transform: func(obj any) (any, error) {
 			time.Sleep(lag.Bindings)
@@ -50,6 +54,7 @@ func StartController(ctx context.Context, cfg *rest.Config, opts controller.Opti
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
+		MapperProvider:          clients.MapperProvider,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		Cache:                   cacheOpts,
