@@ -70,7 +70,8 @@ func (f Informers) listWatch(obj runtime.Object) (*toolscache.ListWatch, error) 
 }
 
 // Client is a REST client of cfg for the API group version gv on NegotiatedSerializer(scheme), its requests sent
-// by httpClient.
+// by httpClient. It speaks JSON alone, as the apiserver serves custom resources; a built-in type read on it would
+// lose protobuf.
 func Client(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv

@@ -20,10 +20,10 @@ import (
 
 // MetaFactory reads a JSON object's apiVersion and kind as json.SimpleMetaFactory does, without decoding the rest.
 // A document it does not read plainly (not an object; escapes in a top-level key or in those two values; a key
-// that encoding/json would also match to them, such as "Kind"; a value of the two that is not an ASCII string; a document
-// that does not end after the object) it hands to json.SimpleMetaFactory, so the answer is that of
-// SimpleMetaFactory for every well-formed document. A malformed nested value it skips is found by the decode
-// that follows.
+// that encoding/json would also match to them, such as "Kind"; a value of the two that is not an ASCII string; a
+// document that does not end after the object) it hands to json.SimpleMetaFactory, so the answer is that of
+// SimpleMetaFactory for every well-formed document. A malformed nested value it skips is found by the decode that
+// follows.
 type MetaFactory struct{}
 
 var _ json.MetaFactory = MetaFactory{}
