@@ -10,7 +10,6 @@ import (
 	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -375,11 +374,10 @@ func setupWorks(mgr ctrl.Manager, changed func(namespace string), deleted func(t
 		return nil, err
 	}
 	// A Work per binding and member: the Works are read on kindjson's serializer, as the bindings are (CacheOptions).
-	c, err := kindjson.Client(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), workv1alpha1.SchemeGroupVersion)
+	lw, err := kindjson.ListWatchOf(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper(), &workv1alpha1.Work{})
 	if err != nil {
 		return nil, err
 	}
-	lw := kindjson.ListWatch(c, runtime.NewParameterCodec(mgr.GetScheme()), "works", &workv1alpha1.WorkList{})
 	view, err := newWorkView(lw, workloads, members.NewNodes(mgr.GetConfig(), members.NodesMaxAge), changed, deleted)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func (f Informers) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 		if reflect.TypeOf(t) != reflect.TypeOf(obj) {
 			continue
 		}
-		if own, err := f.listWatch(obj); err == nil {
+		if own, err := ListWatchOf(f.Config, f.HTTPClient, f.Scheme, f.Mapper, obj); err == nil {
 			lw = own
 		}
 		break
@@ -48,31 +48,33 @@ func (f Informers) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
-// listWatch lists and watches every object of obj's type, as controller-runtime's structured list-watch does.
-func (f Informers) listWatch(obj runtime.Object) (*toolscache.ListWatch, error) {
-	gvk, err := apiutil.GVKForObject(obj, f.Scheme)
+// ListWatchOf lists and watches every object of obj's type (in all namespaces) on a REST client of cfg on
+// NegotiatedSerializer(scheme), its requests sent by httpClient, at the resource mapper names: controller-runtime's
+// structured list-watch (the same requests, the same parameter codec) on kindjson's serializer. The client speaks
+// JSON alone, as the apiserver serves custom resources; a built-in type read on it would lose protobuf.
+func ListWatchOf(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, mapper meta.RESTMapper, obj runtime.Object) (*toolscache.ListWatch, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
 		return nil, err
 	}
-	mapping, err := f.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Client(f.Config, f.HTTPClient, f.Scheme, gvk.GroupVersion())
+	c, err := restClient(cfg, httpClient, scheme, gvk.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
-	list, err := f.Scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	list, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err != nil {
 		return nil, err
 	}
-	return ListWatch(c, runtime.NewParameterCodec(f.Scheme), mapping.Resource.Resource, list), nil
+	return listWatch(c, runtime.NewParameterCodec(scheme), mapping.Resource.Resource, list), nil
 }
 
-// Client is a REST client of cfg for the API group version gv on NegotiatedSerializer(scheme), its requests sent
-// by httpClient. It speaks JSON alone, as the apiserver serves custom resources; a built-in type read on it would
-// lose protobuf.
-func Client(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
+// restClient is a REST client of cfg for the API group version gv on NegotiatedSerializer(scheme), its requests sent
+// by httpClient.
+func restClient(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
@@ -92,9 +94,9 @@ func Client(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, g
 	return rc, nil
 }
 
-// ListWatch lists and watches every object of resource (in all namespaces) with c, a client of
-// NegotiatedSerializer; a list is decoded into a copy of list.
-func ListWatch(c rest.Interface, params runtime.ParameterCodec, resource string, list runtime.Object) *toolscache.ListWatch {
+// listWatch lists and watches every object of resource (in all namespaces) with c; a list is decoded into a copy of
+// list.
+func listWatch(c rest.Interface, params runtime.ParameterCodec, resource string, list runtime.Object) *toolscache.ListWatch {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			res := list.DeepCopyObject()

@@ -44,8 +44,8 @@ func (MetaFactory) Interpret(data []byte) (*schema.GroupVersionKind, error) {
 // NegotiatedSerializer is what serializer.WithoutConversionCodecFactory of scheme negotiates for a client, JSON
 // alone, its kinds read by MetaFactory: for a REST client that lists and watches typed objects of scheme.
 func NegotiatedSerializer(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
+	// A client decodes with Serializer and StreamSerializer; a strict serializer is the apiserver's to decode with.
 	decoder := json.NewSerializerWithOptions(MetaFactory{}, scheme, scheme, json.SerializerOptions{})
-	strict := json.NewSerializerWithOptions(MetaFactory{}, scheme, scheme, json.SerializerOptions{Strict: true})
 	return negotiated{
 		WithoutConversionCodecFactory: serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)},
 		info: []runtime.SerializerInfo{{
@@ -54,7 +54,6 @@ func NegotiatedSerializer(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
 			MediaTypeSubType: "json",
 			EncodesAsText:    true,
 			Serializer:       decoder,
-			StrictSerializer: strict,
 			StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: decoder, Framer: json.Framer},
 		}},
 	}
@@ -95,14 +94,15 @@ func scanKind(data []byte) (apiVersion, kind string, ok bool) {
 			return "", "", false
 		}
 		i = skipSpace(data, i+1)
+		isVersion := bytes.Equal(key, apiVersionKey)
 		switch {
-		case bytes.Equal(key, apiVersionKey), bytes.Equal(key, kindKey):
+		case isVersion, bytes.Equal(key, kindKey):
 			value, next, plain := readString(data, i)
 			if !plain || !ascii(value) {
 				// encoding/json replaces invalid UTF-8; kinds and versions are ASCII.
 				return "", "", false
 			}
-			if key[0] == 'a' {
+			if isVersion {
 				if haveVersion {
 					return "", "", false
 				}

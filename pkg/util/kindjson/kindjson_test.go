@@ -128,10 +128,10 @@ func BenchmarkWatchDecode(b *testing.B) {
 
 func testScheme(tb testing.TB) *runtime.Scheme {
 	scheme := runtime.NewScheme()
+	// Install registers the watch event and list options too (metav1.AddToGroupVersion).
 	if err := workv1alpha2.Install(scheme); err != nil {
 		tb.Fatal(err)
 	}
-	metav1.AddToGroupVersion(scheme, workv1alpha2.SchemeGroupVersion)
 	return scheme
 }
 
