@@ -29,6 +29,8 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/priorityclass"
 	"github.com/karmada-quota/karmada-quota/pkg/quotaio"
+	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 	"github.com/karmada-quota/karmada-quota/pkg/webhookconfig"
 )
 
@@ -83,19 +85,23 @@ func ParseExemptKinds(kinds []string) (sets.Set[schema.GroupKind], error) {
 // Where the members' own estimators are (estimator.Upstream): karmada-scheduler's namespace for them, by default.
 // +kubebuilder:rbac:groups="",namespace=karmada-system,resources=services,verbs=get
 
-// CacheOptions are the cache options the webhook's manager must be built with: of every member cluster it keeps
-// what the quotas' cluster groups read (members.TrimCluster), of every quota one resource list where spec and
-// status hold the same (quotaio.TrimQuota), and of everything else all but the managed fields,
-// which nothing here reads and which a quota's (the controller's, the webhook's and its author's) can outweigh.
-func CacheOptions() cache.Options {
-	return cache.Options{
+// CacheOptions are the cache options the webhook's manager must be built with, on clients (whose mapper the manager
+// is given too): of every member cluster it keeps what the quotas' cluster groups read (members.TrimCluster), of
+// every quota one resource list where spec and status hold the same (quotaio.TrimQuota), and of everything else all
+// but the managed fields, which nothing here reads and which a quota's (the controller's, the webhook's and its
+// author's) can outweigh. Quotas and their ledgers, which every admission that reserves and every status the
+// controller writes send back as watch events, are decoded with kindjson's serializer, which reads each object's
+// kind without a pass of its own over the object.
+func CacheOptions(clients kindjson.Clients) (cache.Options, error) {
+	return kindjson.ReadWhole(cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&clusterv1alpha1.Cluster{}:            {Transform: members.TrimCluster},
 			&quotav1alpha1.KarmadaQuota{}:         {Transform: quotaio.TrimQuota},
 			&quotav1alpha1.KarmadaBusinessQuota{}: {Transform: quotaio.TrimQuota},
 		},
-	}
+	}, clients, scheme.Scheme, &quotav1alpha1.KarmadaQuota{}, &quotav1alpha1.KarmadaQuotaLedger{},
+		&quotav1alpha1.KarmadaBusinessQuota{}, &quotav1alpha1.KarmadaBusinessQuotaLedger{})
 }
 
 // Setup registers the webhooks with the manager's webhook server. The manager's cache says which quotas a

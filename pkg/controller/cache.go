@@ -2,8 +2,6 @@ package controller
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/http"
 	goruntime "runtime"
 	"sync"
 	"unique"
@@ -15,11 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/members"
@@ -28,42 +24,16 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 )
 
-// Clients are the HTTP client and REST mapper of the controller's cache (CacheOptions) and manager
-// (ctrl.Options.MapperProvider).
-type Clients struct {
-	Config *rest.Config
-	HTTP   *http.Client
-	Mapper meta.RESTMapper
-}
-
-// NewClients makes the manager's HTTP client and REST mapper for cfg, as the manager would make them itself.
-func NewClients(cfg *rest.Config) (Clients, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return Clients{}, fmt.Errorf("an HTTP client for the karmada-apiserver: %w", err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return Clients{}, fmt.Errorf("a REST mapper for the karmada-apiserver: %w", err)
-	}
-	return Clients{Config: cfg, HTTP: httpClient, Mapper: mapper}, nil
-}
-
-// MapperProvider is ctrl.Options.MapperProvider: the mapper of c.
-func (c Clients) MapperProvider(*rest.Config, *http.Client) (meta.RESTMapper, error) {
-	return c.Mapper, nil
-}
-
-// CacheOptions are the cache options the controller's manager must be built with, on clients (the manager's): its
-// cache keeps of every ResourceBinding only what the controller reads (TrimBinding), of every member cluster its
-// name, labels and readiness (members.TrimCluster), of every quota one resource list where spec and status hold the
-// same (quotaio.TrimQuota), and of everything (ledgers, Services) all but the managed fields, which nothing here
-// reads. An update of an object read without them keeps the stored ones. The informers of what comes by the
-// thousand (bindings, quotas, their ledgers; the status writes of a recount come back as quota events) decode it
-// with kindjson's serializer, which reads each object's kind without a pass of its own over the object.
-func CacheOptions(clients Clients) cache.Options {
-	return cache.Options{
-		HTTPClient:       clients.HTTP,
+// CacheOptions are the cache options the controller's manager must be built with, on clients (whose mapper the
+// manager is given too): its cache keeps of every ResourceBinding only what the controller reads (TrimBinding), of
+// every member cluster its name, labels and readiness (members.TrimCluster), of every quota one resource list where
+// spec and status hold the same (quotaio.TrimQuota), and of everything (ledgers, Services) all but the managed
+// fields, which nothing here reads. An update of an object read without them keeps the stored ones. The informers of
+// what comes by the thousand (bindings, quotas, their ledgers; the status writes of a recount come back as quota
+// events) decode it with kindjson's serializer, which reads each object's kind without a pass of its own over the
+// object.
+func CacheOptions(clients kindjson.Clients) (cache.Options, error) {
+	return kindjson.ReadWhole(cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&workv1alpha2.ResourceBinding{}:       {Transform: TrimBinding},
@@ -71,14 +41,9 @@ func CacheOptions(clients Clients) cache.Options {
 			&quotav1alpha1.KarmadaQuota{}:         {Transform: quotaio.TrimQuota},
 			&quotav1alpha1.KarmadaBusinessQuota{}: {Transform: quotaio.TrimQuota},
 		},
-		NewInformer: kindjson.Informers{Config: clients.Config, HTTPClient: clients.HTTP, Scheme: scheme.Scheme, Mapper: clients.Mapper,
-			Types: readByKindJSON}.NewInformer,
-	}
+	}, clients, scheme.Scheme, &workv1alpha2.ResourceBinding{}, &quotav1alpha1.KarmadaQuota{}, &quotav1alpha1.KarmadaQuotaLedger{},
+		&quotav1alpha1.KarmadaBusinessQuota{}, &quotav1alpha1.KarmadaBusinessQuotaLedger{})
 }
-
-// readByKindJSON are the types the cache reads on kindjson's serializer, which reads them whole: none may have
-// selectors or namespaces in CacheOptions (TestCacheReadsByKindJSONWhole).
-var readByKindJSON = []client.Object{&workv1alpha2.ResourceBinding{}, &quotav1alpha1.KarmadaQuota{}, &quotav1alpha1.KarmadaQuotaLedger{}}
 
 // TrimBinding is the transform of the controller's ResourceBinding informer: it keeps a CachedBinding. The
 // informer holds every binding of the Karmada control plane, and the controller's memory grows with them

@@ -30,6 +30,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/metrics"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
+	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 )
 
 // cacheSyncProbeWait bounds how long one /readyz request waits for the informers to sync, so a probe without a
@@ -56,11 +57,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 
 	leaseDuration, renewDeadline, retryPeriod := opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod
 	shutdown := opts.GracefulShutdownTimeout
-	clients, err := controller.NewClients(cfg)
+	clients, err := kindjson.NewClients(cfg)
 	if err != nil {
 		return err
 	}
-	cacheOptions := controller.CacheOptions(clients)
+	cacheOptions, err := controller.CacheOptions(clients)
+	if err != nil {
+		return err
+	}
 	var estimatorServices *discovery.Options
 	if opts.EstimatorAddress != "" {
 		services, err := opts.estimatorServices()

@@ -22,6 +22,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/admission"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
 	"github.com/karmada-quota/karmada-quota/pkg/util/command"
+	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 )
 
 // NewCommand returns the quota-webhook command.
@@ -45,9 +46,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options) error {
 	}
 	shutdown := opts.GracefulShutdownTimeout
 	stopping := &drain{}
+	clients, err := kindjson.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	cacheOptions, err := admission.CacheOptions(clients)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
-		Cache:                   admission.CacheOptions(),
+		MapperProvider:          clients.MapperProvider,
+		Cache:                   cacheOptions,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		PprofBindAddress:        opts.PprofBindAddress,
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,

@@ -2,6 +2,7 @@ package kindjson
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -14,16 +15,65 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
+
+// Clients are the HTTP client and REST mapper a controller-runtime manager and its cache share: made up front, so
+// that the informers kindjson builds send their requests on the manager's connections and map types with its mapper
+// (ctrl.Options takes a mapper provider, cache.Options an HTTP client).
+type Clients struct {
+	Config *rest.Config
+	HTTP   *http.Client
+	Mapper meta.RESTMapper
+}
+
+// NewClients makes the HTTP client and REST mapper for cfg, as a manager would make them itself.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return Clients{}, fmt.Errorf("an HTTP client for %s: %w", cfg.Host, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return Clients{}, fmt.Errorf("a REST mapper for %s: %w", cfg.Host, err)
+	}
+	return Clients{Config: cfg, HTTP: httpClient, Mapper: mapper}, nil
+}
+
+// MapperProvider is ctrl.Options.MapperProvider: the mapper of c.
+func (c Clients) MapperProvider(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	return c.Mapper, nil
+}
+
+// ReadWhole returns opts with the informers of types reading on kindjson's serializer (Informers), on clients (whose
+// mapper the manager must be given too). Those informers read a type whole, in every namespace and without
+// selectors, so ReadWhole refuses options that narrow the cache, or narrow one of types, rather than let the
+// narrowing be silently dropped.
+func ReadWhole(opts cache.Options, clients Clients, scheme *runtime.Scheme, types ...client.Object) (cache.Options, error) {
+	if opts.DefaultNamespaces != nil || opts.DefaultLabelSelector != nil || opts.DefaultFieldSelector != nil {
+		return opts, errors.New("the cache is narrowed by default, and kindjson's informers read their types whole")
+	}
+	for obj, by := range opts.ByObject {
+		for _, t := range types {
+			if reflect.TypeOf(obj) == reflect.TypeOf(t) && (by.Label != nil || by.Field != nil || by.Namespaces != nil) {
+				return opts, fmt.Errorf("%T is narrowed in the cache options, and kindjson's informer reads it whole", obj)
+			}
+		}
+	}
+	opts.HTTPClient = clients.HTTP
+	opts.NewInformer = Informers{Config: clients.Config, HTTPClient: clients.HTTP, Scheme: scheme, Mapper: clients.Mapper,
+		Types: types}.NewInformer
+	return opts, nil
+}
 
 // Informers builds a controller-runtime cache's informers of some types (Types) on a client of NegotiatedSerializer
 // (its NewInformer is cache.Options.NewInformer). controller-runtime builds the clients of its informers on its own
 // codec factory, with no option for the serializer; what it passes NewInformer is its list-watch of the type, and
 // Informers replaces it with one of its own for Types. It lists and watches the whole type, in every namespace,
 // without selectors: a type of Types must be cached whole (no ByObject selectors or namespaces), and so must the
-// cache (no DefaultNamespaces or default selectors). Any other type keeps controller-runtime's list-watch, as does a
+// cache (no DefaultNamespaces or default selectors), which ReadWhole checks. Any other type keeps controller-runtime's list-watch, as does a
 // type of Types whose REST mapping cannot be read (its informer reports the error as it would).
 type Informers struct {
 	Config     *rest.Config

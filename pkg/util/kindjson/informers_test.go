@@ -13,10 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -91,5 +94,36 @@ func TestNewInformerListsOnItsOwnClient(t *testing.T) {
 	defer mu.Unlock()
 	if got := strings.Join(paths, " "); got != "/apis/work.karmada.io/v1alpha2/resourcebindings" {
 		t.Errorf("the apiserver was asked for %s: only the bindings, once, are read on kindjson's client", got)
+	}
+}
+
+// TestReadWholeRefusesNarrowing: kindjson's informers read a type whole, so ReadWhole refuses cache options that
+// narrow the cache or one of its types, and keeps those that narrow only other types.
+func TestReadWholeRefusesNarrowing(t *testing.T) {
+	byTeam := labels.SelectorFromSet(labels.Set{"team": "web"})
+	bindings := &workv1alpha2.ResourceBinding{}
+	for name, opts := range map[string]cache.Options{
+		"default namespaces":     {DefaultNamespaces: map[string]cache.Config{"team": {}}},
+		"default label selector": {DefaultLabelSelector: byTeam},
+		"default field selector": {DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", "web")},
+		"label selector":         {ByObject: map[client.Object]cache.ByObject{&workv1alpha2.ResourceBinding{}: {Label: byTeam}}},
+		"field selector": {ByObject: map[client.Object]cache.ByObject{&workv1alpha2.ResourceBinding{}: {
+			Field: fields.OneTermEqualSelector("metadata.name", "web")}}},
+		"namespaces": {ByObject: map[client.Object]cache.ByObject{&workv1alpha2.ResourceBinding{}: {
+			Namespaces: map[string]cache.Config{"team": {}}}}},
+	} {
+		if _, err := ReadWhole(opts, Clients{}, testScheme(t), bindings); err == nil {
+			t.Errorf("%s: ReadWhole took options its informers would not honour", name)
+		}
+	}
+
+	httpClient := &http.Client{}
+	opts, err := ReadWhole(cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: byTeam}}},
+		Clients{HTTP: httpClient}, testScheme(t), bindings)
+	if err != nil {
+		t.Fatalf("another type narrowed: %v", err)
+	}
+	if opts.NewInformer == nil || opts.HTTPClient != httpClient || len(opts.ByObject) != 1 {
+		t.Errorf("ReadWhole returned %+v: want the options given, with kindjson's informers on the clients' HTTP client", opts)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/estimator/discovery"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 )
 
 // The Services by which karmada-scheduler finds the estimator: one per Cluster while it exists, put back when
@@ -31,9 +32,10 @@ var _ = Describe("Estimator Services", Ordered, func() {
 
 	// run starts the reconciler alone, as quota-controller runs it; stop stops it.
 	run := func(opts discovery.Options) (stop func()) {
-		clients, err := controller.NewClients(cfg)
+		clients, err := kindjson.NewClients(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		cacheOpts := controller.CacheOptions(clients)
+		cacheOpts, err := controller.CacheOptions(clients)
+		Expect(err).NotTo(HaveOccurred())
 		cacheOpts.ByObject[&corev1.Service{}] = discovery.CacheOptions(opts)
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.Scheme, MapperProvider: clients.MapperProvider,
 			Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -18,6 +18,7 @@ import (
 	quotav1alpha1 "github.com/karmada-quota/karmada-quota/pkg/apis/quota/v1alpha1"
 	"github.com/karmada-quota/karmada-quota/pkg/controller"
 	"github.com/karmada-quota/karmada-quota/pkg/scheme"
+	"github.com/karmada-quota/karmada-quota/pkg/util/kindjson"
 )
 
 // Controller is the quota controller running in this process against the test apiserver.
@@ -34,11 +35,14 @@ type Lag struct {
 
 // StartController runs the real quota controller, its informers lagging by lag.
 func StartController(ctx context.Context, cfg *rest.Config, opts controller.Options, lag Lag) (*Controller, error) {
-	clients, err := controller.NewClients(cfg)
+	clients, err := kindjson.NewClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts := controller.CacheOptions(clients)
+	cacheOpts, err := controller.CacheOptions(clients)
+	if err != nil {
+		return nil, err
+	}
 	if lag.Bindings > 0 {
 		cacheOpts.ByObject[&workv1alpha2.ResourceBinding{}] = cache.ByObject{Transform: func(obj any) (any, error) {
 			time.Sleep(lag.Bindings)
