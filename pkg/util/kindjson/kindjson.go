@@ -6,7 +6,8 @@
 // again. A watch event is decoded that way twice (the event, then the object in it), so an informer listing 100,000
 // ResourceBindings spent a fifth of its CPU finding kinds (docs/performance.md, at scale). MetaFactory reads the two
 // keys at the top level and skips every other value by its brackets and quotes, unparsed; the decode that follows
-// parses and validates the whole document as before.
+// parses and validates the whole document as before. Framer finds where each event of a watch stream ends the same
+// way, where apimachinery's JSON framer runs encoding/json's scanner over it twice.
 package kindjson
 
 import (
@@ -42,7 +43,8 @@ func (MetaFactory) Interpret(data []byte) (*schema.GroupVersionKind, error) {
 }
 
 // NegotiatedSerializer is what serializer.WithoutConversionCodecFactory of scheme negotiates for a client, JSON
-// alone, its kinds read by MetaFactory: for a REST client that lists and watches typed objects of scheme.
+// alone, its kinds read by MetaFactory and its watch events framed by Framer: for a REST client that lists and
+// watches typed objects of scheme.
 func NegotiatedSerializer(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
 	// A client decodes with Serializer and StreamSerializer; a strict serializer is the apiserver's to decode with.
 	decoder := json.NewSerializerWithOptions(MetaFactory{}, scheme, scheme, json.SerializerOptions{})
@@ -54,7 +56,7 @@ func NegotiatedSerializer(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
 			MediaTypeSubType: "json",
 			EncodesAsText:    true,
 			Serializer:       decoder,
-			StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: decoder, Framer: json.Framer},
+			StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: decoder, Framer: Framer},
 		}},
 	}
 }
