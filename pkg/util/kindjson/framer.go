@@ -2,6 +2,7 @@ package kindjson
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
@@ -14,8 +15,8 @@ import (
 // encoding/json's Decoder into a RawMessage, which steps its scanner through every byte of the event twice (to
 // find where the value ends, then to skip over it); the decode of the event after it validates it whole either way.
 //
-// Every event of a watch is a JSON object, so a frame must be one: a stream that holds anything else between
-// events fails with an error, as it fails to decode after json.Framer. For a well-formed stream of objects the
+// Every event of a watch is a JSON object, so a frame must be one (or an array): a stream that holds anything else
+// between events fails with an error, as it fails to decode after json.Framer. For a well-formed stream of objects the
 // frames are json.Framer's. A malformed one fails too, though maybe one frame later: brackets are counted, not
 // matched, so a frame can end where json.Framer would have found an error, and its decode then fails.
 var Framer runtime.Framer = framer{}
@@ -89,7 +90,7 @@ func (r *frameReader) next() ([]byte, error) {
 			return frame, nil
 		}
 		if r.err != nil {
-			if r.err == io.EOF && r.off < len(r.buf) {
+			if errors.Is(r.err, io.EOF) && r.off < len(r.buf) {
 				return nil, io.ErrUnexpectedEOF
 			}
 			return nil, r.err
