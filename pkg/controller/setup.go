@@ -374,7 +374,8 @@ func setupWorks(mgr ctrl.Manager, changed func(namespace string), deleted func(t
 		return nil, err
 	}
 	// A Work per binding and member: the Works are read on kindjson's serializer, as the bindings are (CacheOptions).
-	lw, err := kindjson.ListWatchOf(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper(), &workv1alpha1.Work{})
+	clients := kindjson.Clients{Config: mgr.GetConfig(), HTTP: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()}
+	lw, err := clients.ListWatch(mgr.GetScheme(), &workv1alpha1.Work{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package kindjson
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,15 +32,14 @@ func (framer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &frameReade
 const minRead = 32 << 10
 
 // frameReader reads frames (Read) from the stream r. buf[off:] holds what was read from r and not yet returned as
-// a frame; the frame being found starts at off, and scanned, depth and inString are how far its scan has come,
-// so that a frame read in several pieces is scanned once.
+// a frame; the frame being found starts at off, its scan has reached scanned, where it stands as brackets says, so
+// that a frame read in several pieces is scanned once.
 type frameReader struct {
 	r        io.ReadCloser
 	buf      []byte
 	off      int
 	scanned  int
-	depth    int
-	inString bool
+	brackets brackets
 	// remaining is the end of the last frame, when it was larger than the buffer it was read into.
 	remaining []byte
 	// err is what reading r ended with; it is returned once buf holds no further frame.
@@ -84,11 +82,13 @@ func (r *frameReader) next() ([]byte, error) {
 				return nil, fmt.Errorf("invalid character %q looking for the beginning of a watch event: it must be a JSON object", r.buf[r.off])
 			}
 		}
-		if end := r.scan(); end >= 0 {
+		end, reached := r.brackets.scan(r.buf, r.off, r.scanned)
+		if end >= 0 {
 			frame := r.buf[r.off:end]
 			r.off, r.scanned = end, end
 			return frame, nil
 		}
+		r.scanned = reached
 		if r.err != nil {
 			if errors.Is(r.err, io.EOF) && r.off < len(r.buf) {
 				return nil, io.ErrUnexpectedEOF
@@ -97,52 +97,6 @@ func (r *frameReader) next() ([]byte, error) {
 		}
 		r.fill()
 	}
-}
-
-// scan goes on scanning the frame at off from scanned; it returns the offset after the frame, or -1 when buf ends
-// before it does.
-func (r *frameReader) scan() int {
-	buf := r.buf
-	i := r.scanned
-	for i < len(buf) {
-		if r.inString {
-			k := bytes.IndexByte(buf[i:], '"')
-			if k < 0 {
-				i = len(buf)
-				break
-			}
-			quote := i + k
-			i = quote + 1
-			if !escaped(buf, r.off, quote) {
-				r.inString = false
-			}
-			continue
-		}
-		switch buf[i] {
-		case '"':
-			r.inString = true
-		case '{', '[':
-			r.depth++
-		case '}', ']':
-			// The frame's first byte opens it (next), so depth is above zero here.
-			if r.depth--; r.depth == 0 {
-				return i + 1
-			}
-		}
-		i++
-	}
-	r.scanned = i
-	return -1
-}
-
-// escaped reports whether the quote at offset quote is escaped: preceded, after offset start, by an odd number of
-// backslashes.
-func escaped(buf []byte, start, quote int) bool {
-	backslashes := 0
-	for b := quote - 1; b > start && buf[b] == '\\'; b-- {
-		backslashes++
-	}
-	return backslashes%2 == 1
 }
 
 // fill reads more of the stream into buf, first moving the unreturned bytes to its front, and growing it when they

@@ -20,9 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// Clients are the HTTP client and REST mapper a controller-runtime manager and its cache share: made up front, so
-// that the informers kindjson builds send their requests on the manager's connections and map types with its mapper
-// (ctrl.Options takes a mapper provider, cache.Options an HTTP client).
+// Clients are what kindjson's list-watches are made of (ListWatch): the config, the HTTP client their requests are
+// sent by, and the REST mapper that names their resources. Made up front (NewClients) for a manager whose cache
+// reads by kindjson (ReadWhole), they are shared with it: its cache's HTTP client, and its mapper
+// (ctrl.Options.MapperProvider), so the types are discovered once.
 type Clients struct {
 	Config *rest.Config
 	HTTP   *http.Client
@@ -63,24 +64,22 @@ func ReadWhole(opts cache.Options, clients Clients, scheme *runtime.Scheme, type
 		}
 	}
 	opts.HTTPClient = clients.HTTP
-	opts.NewInformer = Informers{Config: clients.Config, HTTPClient: clients.HTTP, Scheme: scheme, Mapper: clients.Mapper,
-		Types: types}.NewInformer
+	opts.NewInformer = Informers{Clients: clients, Scheme: scheme, Types: types}.NewInformer
 	return opts, nil
 }
 
 // Informers builds a controller-runtime cache's informers of some types (Types) on a client of NegotiatedSerializer
 // (its NewInformer is cache.Options.NewInformer). controller-runtime builds the clients of its informers on its own
 // codec factory, with no option for the serializer; what it passes NewInformer is its list-watch of the type, and
-// Informers replaces it with one of its own for Types. It lists and watches the whole type, in every namespace,
-// without selectors: a type of Types must be cached whole (no ByObject selectors or namespaces), and so must the
-// cache (no DefaultNamespaces or default selectors), which ReadWhole checks. Any other type keeps controller-runtime's list-watch, as does a
-// type of Types whose REST mapping cannot be read (its informer reports the error as it would).
+// Informers replaces it with one of its own for Types (Clients.ListWatch). It lists and watches the whole type, in
+// every namespace, without selectors: a type of Types must be cached whole (no ByObject selectors or namespaces),
+// and so must the cache (no DefaultNamespaces or default selectors), which ReadWhole checks. Any other type keeps
+// controller-runtime's list-watch, as does a type of Types whose REST mapping cannot be read (its informer reports
+// the error as it would).
 type Informers struct {
-	Config     *rest.Config
-	HTTPClient *http.Client
-	Scheme     *runtime.Scheme
-	Mapper     meta.RESTMapper
-	Types      []client.Object
+	Clients
+	Scheme *runtime.Scheme
+	Types  []client.Object
 }
 
 // NewInformer is the cache's informer of obj: on a list-watch of NegotiatedSerializer when obj is of Types, on lw
@@ -90,7 +89,7 @@ func (f Informers) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 		if reflect.TypeOf(t) != reflect.TypeOf(obj) {
 			continue
 		}
-		if own, err := ListWatchOf(f.Config, f.HTTPClient, f.Scheme, f.Mapper, obj); err == nil {
+		if own, err := f.ListWatch(f.Scheme, obj); err == nil {
 			lw = own
 		}
 		break
@@ -98,20 +97,20 @@ func (f Informers) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, 
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
-// ListWatchOf lists and watches every object of obj's type (in all namespaces) on a REST client of cfg on
-// NegotiatedSerializer(scheme), its requests sent by httpClient, at the resource mapper names: controller-runtime's
+// ListWatch lists and watches every object of obj's type (in all namespaces) on a REST client of c.Config on
+// NegotiatedSerializer(scheme), its requests sent by c.HTTP, at the resource c.Mapper names: controller-runtime's
 // structured list-watch (the same requests, the same parameter codec) on kindjson's serializer. The client speaks
 // JSON alone, as the apiserver serves custom resources; a built-in type read on it would lose protobuf.
-func ListWatchOf(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, mapper meta.RESTMapper, obj runtime.Object) (*toolscache.ListWatch, error) {
+func (c Clients) ListWatch(scheme *runtime.Scheme, obj runtime.Object) (*toolscache.ListWatch, error) {
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
 		return nil, err
 	}
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
-	c, err := restClient(cfg, httpClient, scheme, gvk.GroupVersion())
+	rc, err := c.restClient(scheme, gvk.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -119,25 +118,25 @@ func ListWatchOf(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Sche
 	if err != nil {
 		return nil, err
 	}
-	return listWatch(c, runtime.NewParameterCodec(scheme), mapping.Resource.Resource, list), nil
+	return listWatch(rc, runtime.NewParameterCodec(scheme), mapping.Resource.Resource, list), nil
 }
 
-// restClient is a REST client of cfg for the API group version gv on NegotiatedSerializer(scheme), its requests sent
-// by httpClient.
-func restClient(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &gv
-	c.APIPath = "/apis"
+// restClient is a REST client of c.Config for the API group version gv on NegotiatedSerializer(scheme), its requests
+// sent by c.HTTP.
+func (c Clients) restClient(scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
 	if gv.Group == "" {
-		c.APIPath = "/api"
+		cfg.APIPath = "/api"
 	}
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = NegotiatedSerializer(scheme)
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	cfg.ContentType = runtime.ContentTypeJSON
+	cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	cfg.NegotiatedSerializer = NegotiatedSerializer(scheme)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
+	rc, err := rest.RESTClientForConfigAndClient(cfg, c.HTTP)
 	if err != nil {
 		return nil, fmt.Errorf("a client of %s: %w", gv, err)
 	}

@@ -56,7 +56,7 @@ func TestNewInformerListsOnItsOwnClient(t *testing.T) {
 
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding"), meta.RESTScopeNamespace)
-	f := Informers{Config: &rest.Config{Host: server.URL}, HTTPClient: server.Client(), Scheme: scheme, Mapper: mapper,
+	f := Informers{Clients: Clients{Config: &rest.Config{Host: server.URL}, HTTP: server.Client(), Mapper: mapper}, Scheme: scheme,
 		Types: []client.Object{&workv1alpha2.ResourceBinding{}, &corev1.Pod{}}}
 
 	// What controller-runtime would pass: it has no watch list, so the informer lists, then watches.

@@ -192,24 +192,9 @@ func skipValue(data []byte, i int) int {
 	case '"':
 		return skipString(data, i)
 	case '{', '[':
-		depth := 0
-		for j := i; j < len(data); j++ {
-			switch data[j] {
-			case '"':
-				k := skipString(data, j)
-				if k < 0 {
-					return -1
-				}
-				j = k - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
+		var b brackets
+		end, _ := b.scan(data, i, i)
+		return end
 	default:
 		// A number or a literal: up to the next delimiter.
 		j := i
@@ -223,8 +208,51 @@ func skipValue(data []byte, i int) int {
 	}
 }
 
-// skipString returns the offset after the string that starts at offset i, or -1 where it does not end. It jumps
-// from quote to quote (bytes.IndexByte), most of a Kubernetes object being in its strings.
+// brackets is how far a scan of a JSON object or array has come (scan): how deep in brackets, and whether inside a
+// string. A frame of a watch stream is scanned in as many pieces as it arrives in (Framer), a nested value at once
+// (skipValue).
+type brackets struct {
+	depth    int
+	inString bool
+}
+
+// scan goes on over data from offset from with the scan of the object or array whose opening bracket is at offset
+// start, b being what the scan of data[start:from] left. It returns the offset after the value, or -1 and the
+// offset it reached where data ends first. It follows quotes (and their escapes) and brackets only, and counts
+// brackets without matching them; it jumps from quote to quote (bytes.IndexByte), most of a Kubernetes object
+// being in its strings.
+func (b *brackets) scan(data []byte, start, from int) (end, reached int) {
+	i := from
+	for i < len(data) {
+		if b.inString {
+			k := bytes.IndexByte(data[i:], '"')
+			if k < 0 {
+				return -1, len(data)
+			}
+			quote := i + k
+			i = quote + 1
+			if !escaped(data, start, quote) {
+				b.inString = false
+			}
+			continue
+		}
+		switch data[i] {
+		case '"':
+			b.inString = true
+		case '{', '[':
+			b.depth++
+		case '}', ']':
+			// The value's first byte opens it, so depth is above zero here.
+			if b.depth--; b.depth == 0 {
+				return i + 1, i + 1
+			}
+		}
+		i++
+	}
+	return -1, i
+}
+
+// skipString returns the offset after the string that starts at offset i, or -1 where it does not end.
 func skipString(data []byte, i int) int {
 	for j := i + 1; ; {
 		k := bytes.IndexByte(data[j:], '"')
@@ -232,16 +260,21 @@ func skipString(data []byte, i int) int {
 			return -1
 		}
 		quote := j + k
-		// The quote ends the string unless an odd number of backslashes escapes it.
-		backslashes := 0
-		for b := quote - 1; b > i && data[b] == '\\'; b-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
+		if !escaped(data, i, quote) {
 			return quote + 1
 		}
 		j = quote + 1
 	}
+}
+
+// escaped reports whether the quote at offset quote is escaped: preceded, after offset start, by an odd number of
+// backslashes.
+func escaped(data []byte, start, quote int) bool {
+	backslashes := 0
+	for b := quote - 1; b > start && data[b] == '\\'; b-- {
+		backslashes++
+	}
+	return backslashes%2 == 1
 }
 
 func delimiter(c byte) bool {
